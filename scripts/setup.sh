@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Installs what sluice needs on Debian 12 and reserves hugepages. Idempotent: every step
+# checks first and does nothing when its work is already done. Run as root.
+#
+#   scripts/setup.sh            packages, Python venv, hugepages
+#   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+venv="$top/.venv"
+hugepages_wanted=${SLUICE_HUGEPAGES:-1024}     # 2 MiB pages: 2 GiB, room for daemon + clients
+do_huge=1
+
+for arg in "$@"; do
+	case "$arg" in
+	--no-huge) do_huge=0 ;;
+	-h|--help)
+		sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0 ;;
+	*) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+	esac
+done
+
+say() { echo "setup: $*"; }
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root (apt, hugepages and DPDK need it)"
+
+debian_packages=(
+	build-essential pkg-config meson ninja-build
+	dpdk libdpdk-dev dpdk-doc
+	libjansson-dev libcmocka-dev libbpf-dev libxdp-dev libpcap-dev libnuma-dev
+	iproute2 tcpdump procps psmisc
+)
+
+missing_debian_packages() {
+	local p
+	for p in "${debian_packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+			|| echo "$p"
+	done
+}
+
+install_debian_packages() {
+	local missing
+	missing=$(missing_debian_packages | tr '\n' ' ')
+	if [ -z "$missing" ]; then
+		say "Debian packages: all present"
+		return
+	fi
+	say "installing Debian packages: $missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || die "apt-get update failed"
+	# The image deletes cached .deb files after each dpkg call, so the first install of a
+	# large set can fail with "cannot access archive"; the same command then succeeds.
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing \
+		|| apt-get install -y -qq --no-install-recommends $missing \
+		|| die "apt-get install failed for: $missing"
+}
+
+python_packages=(pytest scapy ruff)
+
+setup_venv() {
+	local py=python3
+	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
+		|| die "cannot create a venv with $py (install python3-venv)"; }
+	if "$venv/bin/python" -c 'import pytest, scapy' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+		say "Python packages: all present"
+		return
+	fi
+	say "installing Python packages: ${python_packages[*]}"
+	"$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}" \
+		|| die "pip install failed"
+}
+
+reserve_hugepages() {
+	local nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages have
+	[ -w "$nr" ] || die "$nr is not writable: no 2 MiB hugepage support"
+	have=$(cat "$nr")
+	if [ "$have" -lt "$hugepages_wanted" ]; then
+		say "reserving $hugepages_wanted hugepages of 2 MiB (had $have)"
+		echo "$hugepages_wanted" > "$nr"
+		have=$(cat "$nr")
+		[ "$have" -ge 512 ] || die "only $have hugepages could be reserved; need at least 512 (1 GiB)"
+	else
+		say "hugepages: $have of 2 MiB reserved"
+	fi
+	mkdir -p /dev/hugepages
+	if ! grep -qs ' /dev/hugepages hugetlbfs ' /proc/mounts; then
+		say "mounting hugetlbfs on /dev/hugepages"
+		mount -t hugetlbfs nodev /dev/hugepages || die "cannot mount hugetlbfs"
+	fi
+}
+
+install_debian_packages
+setup_venv
+[ "$do_huge" -eq 0 ] || reserve_hugepages
+say "done"

@@ -1,0 +1,2 @@
+/* placeholder while the daemon is written */
+int main(void) { return 0; }

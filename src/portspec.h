@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Port specifications: the user-facing "KIND:key=value,..." strings that name a port, turned
+ * into the DPDK device string that hot-plugs it. One parser for sluiced and sluice-gen, so a
+ * spec means the same thing wherever it is written (see docs/ports.md).
+ *
+ * The parser is pure: it touches no DPDK state and allocates nothing, so it can be unit
+ * tested and fuzzed on its own.
+ */
+#ifndef SLUICE_PORTSPEC_H
+#define SLUICE_PORTSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PORTSPEC_MAX_LEN 512     /* longest spec accepted, in bytes */
+#define PORTSPEC_DEVNAME_LEN 64  /* RTE_DEV_NAME_MAX_LEN */
+#define PORTSPEC_ARGS_LEN 640
+#define PORTSPEC_ERR_LEN 200
+
+enum portspec_kind {
+	PORTSPEC_VHOST_USER,
+	PORTSPEC_VIRTIO_USER,
+	PORTSPEC_AF_XDP,
+	PORTSPEC_AF_PACKET,
+	PORTSPEC_TAP,
+	PORTSPEC_MEMIF,
+	PORTSPEC_PCAP,
+	PORTSPEC_RING,
+	PORTSPEC_NULL,
+	PORTSPEC_PCI,
+	PORTSPEC_KIND_COUNT
+};
+
+/* What a spec becomes: the kind, and the device name and arguments for rte_dev_probe(). */
+struct portspec {
+	enum portspec_kind kind;
+	bool is_vdev;                        /* false for PCI: devname is the BDF */
+	char devname[PORTSPEC_DEVNAME_LEN];  /* e.g. "net_vhost_sl7" */
+	char devargs[PORTSPEC_ARGS_LEN];     /* e.g. "iface=/tmp/vm1.sock,client=0,queues=1" */
+	char path[PORTSPEC_MAX_LEN];         /* socket path the port serves, "" if none */
+	bool path_is_server;                 /* true when this side creates the socket */
+};
+
+/*
+ * Parses SPEC. UNIQUE is a token unique among this process's devices (sluiced uses the port
+ * number) and becomes part of the DPDK device name; QUEUES is the number of queue pairs to
+ * ask for where the kind takes it. On error returns -1 and writes a message naming the field
+ * to ERR (PORTSPEC_ERR_LEN bytes); on success returns 0.
+ */
+int portspec_parse(const char *spec, const char *unique, unsigned int queues,
+		   struct portspec *out, char *err, size_t err_len);
+
+/* "vhost-user", "tap", ... */
+const char *portspec_kind_name(enum portspec_kind kind);
+
+/* Full rte_dev_probe() string: "devname,devargs" (or just devname), into BUF. */
+int portspec_probe_string(const struct portspec *ps, char *buf, size_t len);
+
+#endif
