@@ -28,7 +28,7 @@ die() { echo "setup: error: $*" >&2; exit 1; }
 
 debian_packages=(
 	build-essential pkg-config meson ninja-build
-	dpdk libdpdk-dev dpdk-doc
+	dpdk dpdk-dev libdpdk-dev dpdk-doc
 	libjansson-dev libcmocka-dev libbpf-dev libxdp-dev libpcap-dev libnuma-dev
 	iproute2 tcpdump procps psmisc
 )

@@ -1,2 +1,322 @@
-/* placeholder while the daemon is written */
-int main(void) { return 0; }
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluiced: start-up and shutdown. Parses sluice's own options (before "--"), builds EAL
+ * arguments with defaults that suit a small machine, starts the workers and serves the
+ * control socket until SIGINT or SIGTERM, then closes every port and frees the hugepages.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_version.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "port.h"
+#include "sluice_version.h"
+#include "worker.h"
+
+#define DEFAULT_SOCKET "/run/sluice/sluiced.sock"
+#define MAX_EAL_ARGS 128
+
+int sluice_logtype;
+
+struct options {
+	const char *socket;
+	const char *config;
+	const char *log_level;
+	const char *file_prefix;
+	const char *worker_cpus;
+	int main_cpu;
+	bool pci;
+	struct port_config ports;
+	struct wk_config workers;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: sluiced [options] [-- EAL options]\n"
+"\n"
+"The sluice dataplane daemon. Switches and ports are made at run time with sluicectl\n"
+"(or --config); see docs/user-guide.md.\n"
+"\n"
+"options:\n"
+"  --socket PATH        control socket (default %s, mode 0660)\n"
+"  --config FILE        JSON-RPC requests to run at start, one per line\n"
+"  --log-level LEVEL    emerg|alert|crit|error|warning|notice|info|debug (default info)\n"
+"  --file-prefix NAME   DPDK file prefix, unique per process (default sluiced)\n"
+"  --main-cpu N         CPU of the control thread (default: first CPU we may use)\n"
+"  --worker-cpus LIST   CPUs of the poll-loop workers, e.g. 1 or 2,3 (default: the\n"
+"                       last CPU we may use; with one CPU, the same as --main-cpu)\n"
+"  --burst N            receive burst, 1..256 packets (default 32)\n"
+"  --idle-sleep-us N    longest sleep of an idle worker in microseconds; 0 busy-polls\n"
+"                       (default 50)\n"
+"  --mbufs N            packet buffers per NUMA socket (default 32767)\n"
+"  --rx-desc N          receive descriptors per port (default 1024)\n"
+"  --tx-desc N          transmit descriptors per port and worker (default 1024)\n"
+"  --pci                let PCI ports be added (default: no PCI bus scan)\n"
+"  -h, --help           this text\n"
+"  -V, --version        print versions and exit\n"
+"\n"
+"EAL options after \"--\" are passed to DPDK and override the defaults sluiced picks\n"
+"(-l/--lcores, --file-prefix, ...). Defaults: --single-file-segments, --no-pci,\n"
+"--lcores 0@MAIN,1@WORKER.\n", DEFAULT_SOCKET);
+}
+
+static int parse_uint_opt(const char *name, const char *v, unsigned long min,
+			  unsigned long max, unsigned int *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *v == '\0' || *end != '\0' || n < min || n > max) {
+		fprintf(stderr, "sluiced: --%s must be an integer from %lu to %lu, not '%s'\n",
+			name, min, max, v);
+		return -1;
+	}
+	*out = (unsigned int)n;
+	return 0;
+}
+
+enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
+       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI };
+
+static int parse_one(struct options *o, int c, const char *arg)
+{
+	unsigned int v;
+
+	switch (c) {
+	case O_SOCKET: o->socket = arg; return 0;
+	case O_CONFIG: o->config = arg; return 0;
+	case O_LOG: o->log_level = arg; return 0;
+	case O_PREFIX: o->file_prefix = arg; return 0;
+	case O_WORKER_CPUS: o->worker_cpus = arg; return 0;
+	case O_PCI: o->pci = true; return 0;
+	case O_MAIN_CPU:
+		if (parse_uint_opt("main-cpu", arg, 0, CPU_SETSIZE - 1, &v) != 0)
+			return -1;
+		o->main_cpu = (int)v;
+		return 0;
+	case O_BURST: return parse_uint_opt("burst", arg, 1, 256, &o->workers.burst);
+	case O_IDLE: return parse_uint_opt("idle-sleep-us", arg, 0, 100000,
+					   &o->workers.idle_sleep_us);
+	case O_MBUFS: return parse_uint_opt("mbufs", arg, 1024, 1U << 24, &o->ports.n_mbufs);
+	case O_RXD: return parse_uint_opt("rx-desc", arg, 32, 32768, &o->ports.rx_desc);
+	case O_TXD: return parse_uint_opt("tx-desc", arg, 32, 32768, &o->ports.tx_desc);
+	case 'h': usage(stdout); exit(0);
+	case 'V':
+		printf("sluiced %s (%s)\n", SLUICE_VERSION, rte_version());
+		exit(0);
+	default:
+		usage(stderr);
+		return -1;
+	}
+}
+
+/* Parses sluice's options; returns the index of the first EAL argument, or -1. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "config", required_argument, NULL, O_CONFIG },
+		{ "log-level", required_argument, NULL, O_LOG },
+		{ "file-prefix", required_argument, NULL, O_PREFIX },
+		{ "main-cpu", required_argument, NULL, O_MAIN_CPU },
+		{ "worker-cpus", required_argument, NULL, O_WORKER_CPUS },
+		{ "burst", required_argument, NULL, O_BURST },
+		{ "idle-sleep-us", required_argument, NULL, O_IDLE },
+		{ "mbufs", required_argument, NULL, O_MBUFS },
+		{ "rx-desc", required_argument, NULL, O_RXD },
+		{ "tx-desc", required_argument, NULL, O_TXD },
+		{ "pci", no_argument, NULL, O_PCI },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1)
+		if (parse_one(o, c, optarg) != 0)
+			return -1;
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0) {
+		fprintf(stderr, "sluiced: unexpected argument '%s' (EAL options go after --)\n",
+			argv[optind]);
+		return -1;
+	}
+	return optind;
+}
+
+static bool eal_has(int argc, char **argv, const char *const *names)
+{
+	int i, j;
+
+	for (i = 0; i < argc; i++)
+		for (j = 0; names[j] != NULL; j++)
+			if (strncmp(argv[i], names[j], strlen(names[j])) == 0)
+				return true;
+	return false;
+}
+
+/* "0@MAIN,1@W1,2@W2": lcore 0 is the main thread, the others the workers. */
+static int default_lcores(const struct options *o, char *buf, size_t len)
+{
+	int cpus[CPU_SETSIZE], n = 0, i, main_cpu, lcore = 1;
+	cpu_set_t set;
+	size_t used;
+	char list[256], *tok, *save;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return -1;
+	for (i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			cpus[n++] = i;
+	if (n == 0)
+		return -1;
+	main_cpu = o->main_cpu >= 0 ? o->main_cpu : cpus[0];
+	used = (size_t)snprintf(buf, len, "0@%d", main_cpu);
+	if (o->worker_cpus == NULL) {
+		snprintf(buf + used, len - used, ",1@%d", cpus[n - 1]);
+		return 0;
+	}
+	snprintf(list, sizeof(list), "%s", o->worker_cpus);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long cpu = strtol(tok, &end, 10);
+
+		if (*end != '\0' || cpu < 0 || cpu >= CPU_SETSIZE || used >= len) {
+			fprintf(stderr, "sluiced: --worker-cpus: bad CPU '%s'\n", tok);
+			return -1;
+		}
+		used += (size_t)snprintf(buf + used, len - used, ",%d@%ld", lcore++, cpu);
+	}
+	return 0;
+}
+
+static int build_eal_args(const struct options *o, int argc, char **argv, int first,
+			  char **eal, char *lcores, size_t lcores_len, char *loglevel,
+			  size_t loglevel_len)
+{
+	static const char *const lcore_opts[] = { "-l", "-c", "--lcores", NULL };
+	static const char *const prefix_opts[] = { "--file-prefix", NULL };
+	static const char *const pci_opts[] = { "--no-pci", "-a", "--allow", "-b", "--block",
+						 NULL };
+	int user = argc - first, n = 0, i;
+
+	if (user > MAX_EAL_ARGS - 12)
+		return -1;
+	eal[n++] = argv[0];
+	if (!eal_has(user, argv + first, prefix_opts)) {
+		eal[n++] = "--file-prefix";
+		eal[n++] = (char *)(o->file_prefix ? o->file_prefix : "sluiced");
+	}
+	/* virtio-user clients move nothing unless the vhost side's memory is one file. */
+	eal[n++] = "--single-file-segments";
+	if (!o->pci && !eal_has(user, argv + first, pci_opts))
+		eal[n++] = "--no-pci";
+	if (!eal_has(user, argv + first, lcore_opts)) {
+		if (default_lcores(o, lcores, lcores_len) != 0)
+			return -1;
+		eal[n++] = "--lcores";
+		eal[n++] = lcores;
+	}
+	/* DPDK's own chatter stays at warnings; sluice's log follows --log-level. */
+	eal[n++] = "--log-level=*:warning";
+	snprintf(loglevel, loglevel_len, "--log-level=sluice:%s",
+		 o->log_level ? o->log_level : "info");
+	eal[n++] = loglevel;
+	for (i = first; i < argc; i++)
+		eal[n++] = argv[i];
+	eal[n] = NULL;
+	return n;
+}
+
+static void block_signals(void)
+{
+	sigset_t set;
+
+	/* Blocked before the EAL makes its threads, so only ctl_serve's signalfd sees them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int run(const struct options *o)
+{
+	int rc = 1;
+
+	port_init(&o->ports);
+	if (wk_init(rte_lcore_count() - 1, &o->workers) != 0 || wk_start() != 0)
+		return 1;
+	if (ctl_listen(o->socket) != 0)
+		goto stop;
+	if (o->config != NULL && ctl_apply_config(o->config) != 0)
+		goto stop;
+	LOG(NOTICE, "sluiced %s ready, %u worker(s)", SLUICE_VERSION, wk_count());
+	rc = ctl_serve() == 0 ? 0 : 1;
+stop:
+	wk_stop();
+	ctl_delete_all();
+	ctl_close();
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {
+		.socket = DEFAULT_SOCKET, .main_cpu = -1,
+		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767 },
+		.workers = { .burst = 32, .idle_sleep_us = 50 },
+	};
+	char *eal[MAX_EAL_ARGS], lcores[512], loglevel[64];
+	int first, n, rc;
+
+	first = parse_options(argc, argv, &o);
+	if (first < 0)
+		return 2;
+	n = build_eal_args(&o, argc, argv, first, eal, lcores, sizeof(lcores), loglevel,
+			   sizeof(loglevel));
+	if (n < 0) {
+		fprintf(stderr, "sluiced: cannot build the EAL arguments\n");
+		return 2;
+	}
+	block_signals();
+	if (rte_eal_init(n, eal) < 0) {
+		fprintf(stderr, "sluiced: DPDK initialisation failed: %s\n",
+			rte_strerror(rte_errno));
+		return 1;
+	}
+	/* The EAL logs to buffered stdout; a daemon's log must not sit in a buffer. */
+	rte_openlog_stream(stderr);
+	sluice_logtype = rte_log_register_type_and_pick_level("sluice", RTE_LOG_INFO);
+	if (rte_lcore_count() < 2) {
+		LOG(ERR, "need at least two lcores (control and one worker); see --worker-cpus");
+		rte_eal_cleanup();
+		return 1;
+	}
+	o.ports.n_workers = rte_lcore_count() - 1;
+	if (o.ports.n_workers > WK_MAX_WORKERS) {
+		LOG(ERR, "at most %d workers", WK_MAX_WORKERS);
+		rte_eal_cleanup();
+		return 1;
+	}
+	rc = run(&o);
+	wk_fini();
+	port_fini();
+	rte_eal_cleanup();
+	return rc;
+}

@@ -248,6 +248,14 @@ static const char *lookup(const struct item *items, unsigned int n, const char *
 	return NULL;
 }
 
+/* A required key's value: validate_items() made sure it is there. */
+static const char *required(const struct item *items, unsigned int n, const char *key)
+{
+	const char *v = lookup(items, n, key);
+
+	return v != NULL ? v : "";
+}
+
 static bool is_true(const char *v)
 {
 	return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "yes") == 0);
@@ -318,36 +326,36 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 	switch (kind) {
 	case PORTSPEC_VHOST_USER:
 		out->path_is_server = role_is_server(items, n, true);
-		rc |= add_arg(out, "iface=%s", lookup(items, n, "path"));
+		rc |= add_arg(out, "iface=%s", required(items, n, "path"));
 		rc |= add_arg(out, "client=%d", out->path_is_server ? 0 : 1);
 		rc |= add_arg(out, "queues=%u", queues);
-		snprintf(out->path, sizeof(out->path), "%s", lookup(items, n, "path"));
+		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "path"));
 		break;
 	case PORTSPEC_VIRTIO_USER:
 		if (lookup(items, n, "role") && lookup(items, n, "server"))
 			return fail(err, len, "virtio-user: give 'role' or 'server', not both");
 		out->path_is_server = role_is_server(items, n, false);
-		rc |= add_arg(out, "path=%s", lookup(items, n, "path"));
+		rc |= add_arg(out, "path=%s", required(items, n, "path"));
 		rc |= add_arg(out, "server=%d", out->path_is_server ? 1 : 0);
 		rc |= add_arg(out, "queues=%u", queues);
 		if ((v = lookup(items, n, "queue_size")) != NULL)
 			rc |= add_arg(out, "queue_size=%s", v);
 		if ((v = lookup(items, n, "mac")) != NULL)
 			rc |= add_arg(out, "mac=%s", v);
-		snprintf(out->path, sizeof(out->path), "%s", lookup(items, n, "path"));
+		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "path"));
 		break;
 	case PORTSPEC_AF_XDP:
 		v = lookup(items, n, "queue");
-		rc |= add_arg(out, "iface=%s", lookup(items, n, "iface"));
+		rc |= add_arg(out, "iface=%s", required(items, n, "iface"));
 		rc |= add_arg(out, "start_queue=%s", v ? v : "0");
 		rc |= add_arg(out, "queue_count=%u", queues);
 		break;
 	case PORTSPEC_AF_PACKET:
-		rc |= add_arg(out, "iface=%s", lookup(items, n, "iface"));
+		rc |= add_arg(out, "iface=%s", required(items, n, "iface"));
 		rc |= add_arg(out, "qpairs=%u", queues);
 		break;
 	case PORTSPEC_TAP:
-		rc |= add_arg(out, "iface=%s", lookup(items, n, "name"));
+		rc |= add_arg(out, "iface=%s", required(items, n, "name"));
 		if ((v = lookup(items, n, "mac")) != NULL)
 			rc |= add_arg(out, "mac=%s", v);
 		break;
@@ -356,12 +364,12 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 			return fail(err, len, "memif: missing 'role' (server or client)");
 		out->path_is_server = role_is_server(items, n, false);
 		rc |= add_arg(out, "role=%s", out->path_is_server ? "server" : "client");
-		rc |= add_arg(out, "socket=%s", lookup(items, n, "socket"));
+		rc |= add_arg(out, "socket=%s", required(items, n, "socket"));
 		/* DPDK 22.11 defaults to an abstract socket; users give file paths. */
 		rc |= add_arg(out, "socket-abstract=no");
 		v = lookup(items, n, "id");
 		rc |= add_arg(out, "id=%s", v ? v : "0");
-		snprintf(out->path, sizeof(out->path), "%s", lookup(items, n, "socket"));
+		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "socket"));
 		break;
 	case PORTSPEC_PCAP:
 		if (lookup(items, n, "rx") == NULL && lookup(items, n, "tx") == NULL)
@@ -373,7 +381,7 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		break;
 	case PORTSPEC_RING:
 		/* A ring port is a loopback: what is sent on it comes back on its receive side. */
-		rc |= add_arg(out, "nodeaction=%s:0:CREATE", lookup(items, n, "name"));
+		rc |= add_arg(out, "nodeaction=%s:0:CREATE", required(items, n, "name"));
 		break;
 	case PORTSPEC_NULL:
 		if (!is_true(lookup(items, n, "rx")))

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control server: JSON-RPC 2.0 on a Unix socket, one request per line (docs/protocol.md).
+ * It runs on the main lcore's thread, which blocks in epoll when nothing happens, so it
+ * never competes with a worker for a CPU. Every change to switches and ports happens here,
+ * one request at a time, so the control side needs no locks of its own.
+ */
+#ifndef SLUICE_CTL_H
+#define SLUICE_CTL_H
+
+#include <jansson.h>
+
+/* JSON-RPC error codes (docs/protocol.md). */
+enum ctl_code {
+	CTL_PARSE_ERROR = -32700,
+	CTL_INVALID_REQUEST = -32600,
+	CTL_METHOD_NOT_FOUND = -32601,
+	CTL_INVALID_PARAMS = -32602,
+	CTL_INTERNAL = -32603,
+	CTL_NOT_FOUND = -32000,
+	CTL_EXISTS = -32001,
+	CTL_BAD_SPEC = -32002,
+	CTL_DEVICE = -32003,
+	CTL_LIMIT = -32004,
+	CTL_WRONG_STATE = -32005,
+};
+
+struct ctl_error {
+	int code;
+	char message[512];
+};
+
+/* Runs METHOD with PARAMS (an object). Returns the result, or NULL with *E filled in. */
+json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e);
+
+/* Answers one request line; returns the response line to send, or NULL (notification). */
+char *ctl_handle_line(const char *line, size_t len);
+
+/* Runs every request in FILE; on the first failure prints it with its line number. */
+int ctl_apply_config(const char *file);
+
+/* Listens on PATH (made 0660; an abandoned socket file is replaced, a live one refused). */
+int ctl_listen(const char *path);
+
+/* Serves clients until SIGINT or SIGTERM. Those signals must be blocked in every thread. */
+int ctl_serve(void);
+
+/* Closes the socket and removes its file. */
+void ctl_close(void);
+
+/* Deletes every switch and its ports (shutdown). */
+void ctl_delete_all(void);
+
+#endif

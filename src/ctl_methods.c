@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control methods: one function per verb of docs/protocol.md. Each validates its
+ * parameters completely before it changes anything, so a refused request leaves no trace.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_version.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "sluice_version.h"
+#include "switch.h"
+#include "worker.h"
+
+#define CTL_PROTOCOL_VERSION 1
+
+static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+	return NULL;
+}
+
+/* ---- parameters ---- */
+
+enum param_type { P_STRING, P_NAME, P_UINT };
+
+struct param {
+	const char *key;
+	enum param_type type;
+	bool required;
+};
+
+/* Checks PARAMS against DEFS (NULL-key terminated): no unknown key, types, names. */
+static int check_params(json_t *params, const struct param *defs, struct ctl_error *e)
+{
+	const struct param *d;
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(params, key, v) {
+		for (d = defs; d->key != NULL && strcmp(d->key, key) != 0; d++)
+			;
+		if (d->key == NULL) {
+			fail(e, CTL_INVALID_PARAMS, "unknown parameter '%s'", key);
+			return -1;
+		}
+	}
+	for (d = defs; d->key != NULL; d++) {
+		v = json_object_get(params, d->key);
+		if (v == NULL) {
+			if (d->required) {
+				fail(e, CTL_INVALID_PARAMS, "missing parameter '%s'", d->key);
+				return -1;
+			}
+			continue;
+		}
+		if (d->type == P_UINT ? !json_is_integer(v) || json_integer_value(v) < 0
+				      : !json_is_string(v)) {
+			fail(e, CTL_INVALID_PARAMS, "parameter '%s' must be %s", d->key,
+			     d->type == P_UINT ? "a non-negative integer" : "a string");
+			return -1;
+		}
+		if (d->type == P_NAME) {
+			const char *s = json_string_value(v);
+			size_t i, len = strlen(s);
+
+			if (len == 0 || len >= PORT_NAME_LEN || !isalnum((unsigned char)s[0])) {
+				fail(e, CTL_INVALID_PARAMS, "'%s': a name has 1 to %d characters and "
+				     "starts with a letter or digit", d->key, PORT_NAME_LEN - 1);
+				return -1;
+			}
+			for (i = 0; i < len; i++)
+				if (!isalnum((unsigned char)s[i]) && strchr("_-.", s[i]) == NULL) {
+					fail(e, CTL_INVALID_PARAMS, "'%s': a name may hold only letters, "
+					     "digits, '_', '-' and '.'", d->key);
+					return -1;
+				}
+		}
+	}
+	return 0;
+}
+
+static const char *str(json_t *params, const char *key)
+{
+	return json_string_value(json_object_get(params, key));
+}
+
+static struct sw *find_switch(json_t *params, const char *key, struct ctl_error *e)
+{
+	struct sw *s = sw_find(str(params, key));
+
+	if (s == NULL)
+		fail(e, CTL_NOT_FOUND, "no switch named '%s'", str(params, key));
+	return s;
+}
+
+/* The port named by PARAMS[KEY], which must be on switch S. */
+static struct port *find_port(struct sw *s, json_t *params, const char *key,
+			      struct ctl_error *e)
+{
+	const char *name = str(params, key);
+	struct port *p = port_find(name);
+
+	if (p == NULL)
+		fail(e, CTL_NOT_FOUND, "no port named '%s'", name);
+	else if (p->sw != s)
+		fail(e, CTL_NOT_FOUND, "port '%s' is on switch '%s', not '%s'", name, p->sw->name,
+		     s->name);
+	else
+		return p;
+	return NULL;
+}
+
+/* ---- JSON views ---- */
+
+static const char *port_peer_name(const struct port *p)
+{
+	const struct port *peer;
+	uint16_t idx;
+
+	if (p->sw->ops != &fwd_patch_ops)
+		return NULL;
+	idx = fwd_patch_peer(p->sw->fwd, p->sw_index);
+	peer = idx == FWD_PATCH_NONE ? NULL : p->sw->ports[idx];
+	return peer != NULL ? peer->name : NULL;
+}
+
+static json_t *port_json(struct port *p)
+{
+	char mac[RTE_ETHER_ADDR_FMT_SIZE];
+	const char *peer = port_peer_name(p);
+
+	port_refresh_link(p);
+	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
+	return json_pack("{ss ss si si ss ss ss si ss so ss si}",
+			 "name", p->name, "switch", p->sw->name, "id", p->id,
+			 "generation", (json_int_t)p->generation, "spec", p->spec,
+			 "kind", portspec_kind_name(p->ps.kind), "device", p->ps.devname,
+			 "ethdev", p->ethdev, "link", port_link_is_up(p) ? "up" : "down",
+			 "peer", peer ? json_string(peer) : json_null(), "mac", mac,
+			 "worker", p->worker);
+}
+
+static json_t *drops_json(const struct port_totals *t)
+{
+	json_t *d = json_object();
+	unsigned int i;
+
+	for (i = 0; i < STATS_DROP_COUNT; i++)
+		json_object_set_new(d, stats_drop_name(i), json_integer((json_int_t)t->drops[i]));
+	return d;
+}
+
+static json_t *totals_json(const struct port_totals *t)
+{
+	return json_pack("{sI sI sI sI sI sI so sI}",
+			 "rx_packets", (json_int_t)t->rx_packets,
+			 "rx_bytes", (json_int_t)t->rx_bytes,
+			 "tx_packets", (json_int_t)t->tx_packets,
+			 "tx_bytes", (json_int_t)t->tx_bytes,
+			 "forwarded", (json_int_t)t->forwarded,
+			 "dropped", (json_int_t)t->dropped,
+			 "drops", drops_json(t),
+			 "flood_tx_dropped", (json_int_t)t->flood_tx_dropped);
+}
+
+static void add_totals(struct port_totals *sum, const struct port_totals *t)
+{
+	unsigned int i;
+
+	sum->rx_packets += t->rx_packets;
+	sum->rx_bytes += t->rx_bytes;
+	sum->tx_packets += t->tx_packets;
+	sum->tx_bytes += t->tx_bytes;
+	sum->forwarded += t->forwarded;
+	sum->dropped += t->dropped;
+	sum->flood_tx_dropped += t->flood_tx_dropped;
+	for (i = 0; i < STATS_DROP_COUNT; i++)
+		sum->drops[i] += t->drops[i];
+}
+
+static json_t *port_stats_json(struct port *p, struct port_totals *sum)
+{
+	struct port_totals t;
+	json_t *o;
+
+	port_read_totals(p, &t);
+	add_totals(sum, &t);
+	o = totals_json(&t);
+	json_object_set_new(o, "name", json_string(p->name));
+	json_object_set_new(o, "rx_missed", json_integer((json_int_t)port_rx_missed(p)));
+	return o;
+}
+
+static json_t *switch_stats_json(struct sw *s, const char *only_port)
+{
+	struct port_totals sum = { 0 };
+	json_t *ports = json_array(), *o;
+	unsigned int i;
+
+	for (i = 0; i < SW_MAX_PORTS; i++)
+		if (s->ports[i] != NULL &&
+		    (only_port == NULL || strcmp(s->ports[i]->name, only_port) == 0))
+			json_array_append_new(ports, port_stats_json(s->ports[i], &sum));
+	o = totals_json(&sum);
+	json_object_del(o, "rx_bytes");
+	json_object_del(o, "tx_bytes");
+	json_object_set_new(o, "name", json_string(s->name));
+	json_object_set_new(o, "mode", json_string(s->ops->mode));
+	json_object_set_new(o, "ports", ports);
+	return o;
+}
+
+static json_t *workers_json(void)
+{
+	json_t *a = json_array();
+	struct wk_stats st;
+	unsigned int i;
+
+	for (i = 0; i < wk_count(); i++) {
+		wk_read_stats(i, &st);
+		json_array_append_new(a, json_pack("{si si si sI sI sI sI sI si}",
+			"id", st.id, "lcore", st.lcore,
+			"cpu", rte_lcore_to_cpu_id((int)st.lcore),
+			"loops", (json_int_t)st.loops, "busy_cycles", (json_int_t)st.busy_cycles,
+			"idle_cycles", (json_int_t)st.idle_cycles,
+			"packets", (json_int_t)st.packets, "sleeps", (json_int_t)st.sleeps,
+			"rx_queues", st.rx_queues));
+	}
+	return a;
+}
+
+static json_t *switch_json(struct sw *s, bool with_ports)
+{
+	const char *names[SW_MAX_PORTS] = { 0 };
+	json_t *ports = json_array(), *o, *extra;
+	unsigned int i;
+
+	for (i = 0; i < SW_MAX_PORTS; i++) {
+		struct port *p = s->ports[i];
+
+		if (p == NULL)
+			continue;
+		names[i] = p->name;
+		json_array_append_new(ports, with_ports ? port_json(p) : json_string(p->name));
+	}
+	o = json_pack("{ss ss so}", "name", s->name, "mode", s->ops->mode, "ports", ports);
+	if (with_ports && s->ops->describe != NULL) {
+		extra = s->ops->describe(s->fwd, names);
+		json_object_update(o, extra);
+		json_decref(extra);
+	}
+	return o;
+}
+
+/* ---- methods ---- */
+
+static json_t *m_version(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = { { NULL, 0, false } };
+
+	if (check_params(params, defs, e) != 0)
+		return NULL;
+	return json_pack("{ss ss si}", "version", SLUICE_VERSION, "dpdk", rte_version(),
+			 "protocol", CTL_PROTOCOL_VERSION);
+}
+
+static json_t *m_add_switch(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "name", P_NAME, true }, { "mode", P_STRING, false }, { NULL, 0, false } };
+	const char *mode;
+	char err[256];
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0)
+		return NULL;
+	mode = str(params, "mode") ? str(params, "mode") : "patch";
+	if (sw_find(str(params, "name")) != NULL)
+		return fail(e, CTL_EXISTS, "a switch named '%s' exists", str(params, "name"));
+	if (fwd_find(mode) == NULL)
+		return fail(e, CTL_INVALID_PARAMS, "unknown mode '%s' (this release has: patch)",
+			    mode);
+	s = sw_create(str(params, "name"), mode, params, err, sizeof(err));
+	if (s == NULL)
+		return fail(e, CTL_LIMIT, "%s", err);
+	LOG(INFO, "switch %s: created, mode %s", s->name, mode);
+	return json_pack("{ss ss}", "name", s->name, "mode", mode);
+}
+
+/* Takes P out of service and destroys it, without disturbing any other port's traffic. */
+static void delete_port(struct port *p)
+{
+	wk_remove_port(p);       /* no worker receives from it after this returns */
+	sw_detach_port(p->sw, p);
+	wk_synchronize();        /* no worker still sends to it */
+	port_destroy(p);
+}
+
+static void delete_switch(struct sw *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < SW_MAX_PORTS; i++)
+		if (s->ports[i] != NULL)
+			delete_port(s->ports[i]);
+	wk_synchronize();
+	LOG(INFO, "switch %s: deleted", s->name);
+	sw_destroy(s);
+}
+
+void ctl_delete_all(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_by_index(i) != NULL)
+			delete_switch(sw_by_index(i));
+}
+
+static json_t *m_del_switch(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = { { "name", P_STRING, true }, { NULL, 0, false } };
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "name", e)) == NULL)
+		return NULL;
+	delete_switch(s);
+	return json_object();
+}
+
+static json_t *m_list_switches(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = { { NULL, 0, false } };
+	json_t *a;
+	unsigned int i;
+
+	if (check_params(params, defs, e) != 0)
+		return NULL;
+	a = json_array();
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_by_index(i) != NULL)
+			json_array_append_new(a, switch_json(sw_by_index(i), false));
+	return a;
+}
+
+static json_t *m_add_port(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "name", P_NAME, true }, { "spec", P_STRING, true },
+		{ NULL, 0, false } };
+	static const int codes[] = { [PORT_ERR_SPEC] = CTL_BAD_SPEC,
+		[PORT_ERR_DEVICE] = CTL_DEVICE, [PORT_ERR_LIMIT] = CTL_LIMIT,
+		[PORT_ERR_EXISTS] = CTL_EXISTS };
+	enum port_error perr;
+	char err[512];
+	struct port *p;
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL)
+		return NULL;
+	if (s->n_ports == SW_MAX_PORTS)
+		return fail(e, CTL_LIMIT, "switch '%s' has %d ports, its maximum", s->name,
+			    SW_MAX_PORTS);
+	p = port_create(str(params, "name"), str(params, "spec"), &perr, err, sizeof(err));
+	if (p == NULL)
+		return fail(e, codes[perr], "%s", err);
+	if (sw_attach_port(s, p) != 0) {
+		port_destroy(p);
+		return fail(e, CTL_LIMIT, "switch '%s' is full", s->name);
+	}
+	if (wk_add_port(p) != 0) {
+		delete_port(p);
+		return fail(e, CTL_INTERNAL, "out of memory while adding the port to a worker");
+	}
+	return port_json(p);
+}
+
+static json_t *m_del_port(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "name", P_STRING, true }, { NULL, 0, false } };
+	struct port *p;
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL ||
+	    (p = find_port(s, params, "name", e)) == NULL)
+		return NULL;
+	delete_port(p);
+	return json_object();
+}
+
+static json_t *m_patch(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "port1", P_STRING, true },
+		{ "port2", P_STRING, true }, { NULL, 0, false } };
+	struct port *a, *b;
+	char err[256];
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL ||
+	    (a = find_port(s, params, "port1", e)) == NULL ||
+	    (b = find_port(s, params, "port2", e)) == NULL)
+		return NULL;
+	if (s->ops != &fwd_patch_ops)
+		return fail(e, CTL_WRONG_STATE, "switch '%s' is in %s mode; only patch switches "
+			    "have links", s->name, s->ops->mode);
+	if (fwd_patch_link(s->fwd, a->sw_index, b->sw_index, err, sizeof(err)) != 0)
+		return fail(e, CTL_WRONG_STATE, "%s", err);
+	LOG(INFO, "switch %s: patched %s <-> %s", s->name, a->name, b->name);
+	return json_object();
+}
+
+static json_t *m_unpatch(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "port", P_STRING, true }, { NULL, 0, false } };
+	struct port *p;
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL ||
+	    (p = find_port(s, params, "port", e)) == NULL)
+		return NULL;
+	if (s->ops != &fwd_patch_ops)
+		return fail(e, CTL_WRONG_STATE, "switch '%s' is in %s mode; only patch switches "
+			    "have links", s->name, s->ops->mode);
+	if (fwd_patch_peer(s->fwd, p->sw_index) == FWD_PATCH_NONE)
+		return fail(e, CTL_WRONG_STATE, "port '%s' is not patched", p->name);
+	fwd_patch_unlink(s->fwd, p->sw_index);
+	return json_object();
+}
+
+static json_t *m_list_ports(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = { { "switch", P_STRING, false }, { NULL, 0, false } };
+	struct sw *only = NULL;
+	unsigned int id;
+	json_t *a;
+
+	if (check_params(params, defs, e) != 0)
+		return NULL;
+	if (str(params, "switch") != NULL && (only = find_switch(params, "switch", e)) == NULL)
+		return NULL;
+	a = json_array();
+	for (id = 1; id <= PORT_MAX; id++) {
+		struct port *p = port_by_id(id);
+
+		if (p != NULL && (only == NULL || p->sw == only))
+			json_array_append_new(a, port_json(p));
+	}
+	return a;
+}
+
+static json_t *m_show(json_t *params, struct ctl_error *e)
+{
+	json_t *sws, *ver = m_version(params, e);
+	unsigned int i;
+
+	if (ver == NULL)
+		return NULL;
+	sws = json_array();
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_by_index(i) != NULL)
+			json_array_append_new(sws, switch_json(sw_by_index(i), true));
+	return json_pack("{so so so}", "version", ver, "workers", workers_json(),
+			 "switches", sws);
+}
+
+static json_t *drop_reason_names(void)
+{
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; i < STATS_DROP_COUNT; i++)
+		json_array_append_new(a, json_string(stats_drop_name(i)));
+	return a;
+}
+
+static json_t *m_stats(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, false }, { "port", P_STRING, false }, { NULL, 0, false } };
+	const char *only_port = str(params, "port");
+	struct sw *only = NULL;
+	json_t *sws;
+	unsigned int i;
+
+	if (check_params(params, defs, e) != 0)
+		return NULL;
+	if (str(params, "switch") != NULL && (only = find_switch(params, "switch", e)) == NULL)
+		return NULL;
+	if (only_port != NULL) {
+		struct port *p = port_find(only_port);
+
+		if (p == NULL)
+			return fail(e, CTL_NOT_FOUND, "no port named '%s'", only_port);
+		if (only != NULL && p->sw != only)
+			return fail(e, CTL_NOT_FOUND, "port '%s' is not on switch '%s'", only_port,
+				    only->name);
+		only = p->sw;
+	}
+	sws = json_array();
+	for (i = 0; i < SW_MAX; i++) {
+		struct sw *s = sw_by_index(i);
+
+		if (s != NULL && (only == NULL || s == only))
+			json_array_append_new(sws, switch_stats_json(s, only_port));
+	}
+	return json_pack("{so so so}", "switches", sws, "workers", workers_json(),
+			 "drop_reasons", drop_reason_names());
+}
+
+static json_t *m_clear_stats(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = { { "switch", P_STRING, false }, { NULL, 0, false } };
+	struct sw *only = NULL;
+	unsigned int id;
+
+	if (check_params(params, defs, e) != 0)
+		return NULL;
+	if (str(params, "switch") != NULL && (only = find_switch(params, "switch", e)) == NULL)
+		return NULL;
+	for (id = 1; id <= PORT_MAX; id++) {
+		struct port *p = port_by_id(id);
+
+		if (p != NULL && (only == NULL || p->sw == only))
+			port_clear_stats(p);
+	}
+	return json_object();
+}
+
+static const struct {
+	const char *name;
+	json_t *(*fn)(json_t *params, struct ctl_error *e);
+} methods[] = {
+	{ "version", m_version },
+	{ "add-switch", m_add_switch },
+	{ "del-switch", m_del_switch },
+	{ "list-switches", m_list_switches },
+	{ "add-port", m_add_port },
+	{ "del-port", m_del_port },
+	{ "patch", m_patch },
+	{ "unpatch", m_unpatch },
+	{ "list-ports", m_list_ports },
+	{ "show", m_show },
+	{ "stats", m_stats },
+	{ "get-stats", m_stats },
+	{ "clear-stats", m_clear_stats },
+};
+
+json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)
+{
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(methods); i++)
+		if (strcmp(methods[i].name, method) == 0)
+			return methods[i].fn(params, e);
+	return fail(e, CTL_METHOD_NOT_FOUND, "unknown method '%s'", method);
+}

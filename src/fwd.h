@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The forwarding-function interface. A switch has one forwarding function (patch, learn,
+ * flow); the worker hands it a whole burst received on one port and gets back, per packet,
+ * one output port, a flood set, or a drop reason. The worker then groups the packets by
+ * output and sends each group with one transmit call (worker.c), so a forwarding function
+ * never transmits, frees or counts anything itself.
+ *
+ * Ports are named by their index in the switch (0 .. SW_MAX_PORTS-1), which lets flood sets be
+ * one 64-bit word and decisions be 16 bits.
+ *
+ * Threads: process() runs on workers, concurrently on several workers for different input
+ * ports, and must not lock or allocate. Everything else runs on the control thread. State the
+ * control side changes while workers run must be safe to read concurrently (atomics, or a
+ * copy published by pointer and reclaimed after an RCU grace period).
+ */
+#ifndef SLUICE_FWD_H
+#define SLUICE_FWD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <rte_mbuf.h>
+
+#include "stats.h"
+
+#define SW_MAX_PORTS 64         /* ports per switch: a flood set is one uint64_t */
+#define FWD_MAX_BURST 256       /* largest burst a worker hands over */
+
+#define FWD_OUT_DROP 0xffff     /* drop; the reason is in drop[i] */
+#define FWD_OUT_FLOOD 0xfffe    /* send to every port in flood[i] (learn mode) */
+
+/* What a forwarding function decides for one burst. */
+struct fwd_burst {
+	uint16_t out[FWD_MAX_BURST];    /* switch port index, FWD_OUT_DROP or FWD_OUT_FLOOD */
+	uint8_t drop[FWD_MAX_BURST];    /* enum stats_drop, when out[i] == FWD_OUT_DROP */
+	uint64_t flood[FWD_MAX_BURST];  /* port bitmap, when out[i] == FWD_OUT_FLOOD */
+};
+
+/* One step of a trace: what the forwarding function did with a described packet and why. */
+struct fwd_trace {
+	char text[512];
+};
+
+struct fwd_ops {
+	const char *mode;  /* "patch", "learn", "flow" */
+
+	/* Makes the function's state for a new switch; PARAMS are add-switch's extra params. */
+	void *(*create)(const json_t *params, char *err, size_t err_len);
+	/* Frees the state; no worker uses it any more (an RCU grace period has passed). */
+	void (*destroy)(void *state);
+
+	/* A port joined (or left) the switch at INDEX. Control thread. */
+	void (*port_added)(void *state, uint16_t index);
+	void (*port_removed)(void *state, uint16_t index);
+
+	/* Hot path: decide for PKTS[0..N-1], all received on port IN. */
+	void (*process)(void *state, uint16_t in, struct rte_mbuf **pkts, uint16_t n,
+			struct fwd_burst *out);
+
+	/* The same decision for one packet, explained. Control thread; optional. */
+	void (*trace)(void *state, uint16_t in, struct rte_mbuf *pkt, struct fwd_trace *trace);
+
+	/* Mode-specific description for `show` (links, table sizes, ...). Optional. */
+	json_t *(*describe)(void *state, const char *const *port_names);
+};
+
+extern const struct fwd_ops fwd_patch_ops;
+
+/* The ops for MODE, or NULL when no forwarding function has that name. */
+const struct fwd_ops *fwd_find(const char *mode);
+
+
+
+/* Patch mode's own control operations (the `patch` and `unpatch` verbs). */
+#define FWD_PATCH_NONE 0xffff
+int fwd_patch_link(void *state, uint16_t a, uint16_t b, char *err, size_t err_len);
+void fwd_patch_unlink(void *state, uint16_t a);
+uint16_t fwd_patch_peer(const void *state, uint16_t a);
+#endif

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Port table and ethdev glue: spec -> hot-plugged device -> configured and started ethdev,
+ * and back. Only the control thread calls these functions.
+ */
+#include "port.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "log.h"
+
+#define POOL_CACHE 256
+
+static struct port *port_table[PORT_MAX];   /* slot i holds port number i + 1 */
+static uint32_t port_generation[PORT_MAX];
+static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
+static struct port_config config = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024,
+				     .n_mbufs = 32767 };
+
+void port_init(const struct port_config *cfg)
+{
+	config = *cfg;
+}
+
+struct rte_mempool *port_mempool(int socket)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+
+	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
+		socket = (int)rte_socket_id();
+	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
+		socket = 0;
+	if (pools[socket] != NULL)
+		return pools[socket];
+	snprintf(name, sizeof(name), "sluice_mbuf_s%d", socket);
+	pools[socket] = rte_pktmbuf_pool_create(name, config.n_mbufs, POOL_CACHE, 0,
+						RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+	if (pools[socket] == NULL)
+		LOG(ERR, "cannot make mbuf pool on socket %d: %s", socket,
+		    rte_strerror(rte_errno));
+	return pools[socket];
+}
+
+void port_fini(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
+		rte_mempool_free(pools[i]);
+		pools[i] = NULL;
+	}
+}
+
+struct port *port_find(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < PORT_MAX; i++)
+		if (port_table[i] != NULL && strcmp(port_table[i]->name, name) == 0)
+			return port_table[i];
+	return NULL;
+}
+
+struct port *port_by_id(unsigned int id)
+{
+	return (id >= 1 && id <= PORT_MAX) ? port_table[id - 1] : NULL;
+}
+
+static int free_slot(void)
+{
+	int i;
+
+	for (i = 0; i < PORT_MAX; i++)
+		if (port_table[i] == NULL)
+			return i;
+	return -1;
+}
+
+/*
+ * A server-side socket path left behind by a process that died makes bind() fail. Remove it
+ * when nobody answers on it; refuse when somebody does, since then it is in use.
+ */
+static int clear_stale_socket(const char *path, char *err, size_t err_len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (stat(path, &st) != 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, err_len, "'%s' exists and is not a socket", path);
+		return -1;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0;   /* the spec parser refuses such paths */
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0)
+		return 0;
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (rc == 0) {
+		snprintf(err, err_len, "socket '%s' is in use by another process", path);
+		return -1;
+	}
+	LOG(INFO, "removing stale socket %s", path);
+	unlink(path);
+	return 0;
+}
+
+static int port_lsc_event(uint16_t ethdev, enum rte_eth_event_type type, void *arg,
+			  void *ret)
+{
+	struct port *p = arg;
+
+	(void)ret;
+	if (type == RTE_ETH_EVENT_INTR_LSC && p->ethdev == ethdev)
+		port_refresh_link(p);
+	return 0;
+}
+
+void port_refresh_link(struct port *p)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(p->ethdev, &link) != 0)
+		return;
+	__atomic_store_n(&p->link_up, link.link_status == RTE_ETH_LINK_UP, __ATOMIC_RELAXED);
+}
+
+static int setup_queues(struct port *p, const struct rte_eth_dev_info *info, char *err,
+			size_t err_len)
+{
+	uint16_t rxd = config.rx_desc, txd = config.tx_desc;
+	int socket = rte_eth_dev_socket_id(p->ethdev);
+	struct rte_mempool *pool = port_mempool(socket);
+	unsigned int q;
+	int rc;
+
+	if (pool == NULL) {
+		snprintf(err, err_len, "no mbuf pool (hugepage memory exhausted?)");
+		return -1;
+	}
+	if (info->max_tx_queues < config.n_workers) {
+		snprintf(err, err_len, "device has %u transmit queues, %u workers need one each",
+			 info->max_tx_queues, config.n_workers);
+		return -1;
+	}
+	rte_eth_dev_adjust_nb_rx_tx_desc(p->ethdev, &rxd, &txd);
+	rc = rte_eth_rx_queue_setup(p->ethdev, 0, rxd, socket, NULL, pool);
+	for (q = 0; rc == 0 && q < config.n_workers; q++)
+		rc = rte_eth_tx_queue_setup(p->ethdev, q, txd, socket, NULL);
+	if (rc != 0)
+		snprintf(err, err_len, "queue set-up failed: %s", rte_strerror(-rc));
+	return rc;
+}
+
+static int configure_device(struct port *p, char *err, size_t err_len)
+{
+	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_dev_info info;
+	int rc;
+
+	rc = rte_eth_dev_info_get(p->ethdev, &info);
+	if (rc != 0) {
+		snprintf(err, err_len, "cannot read device info: %s", rte_strerror(-rc));
+		return -1;
+	}
+	/* Ask for link-change interrupts only where the device has them (vhost-user does). */
+	if (*info.dev_flags & RTE_ETH_DEV_INTR_LSC) {
+		conf.intr_conf.lsc = 1;
+		if (rte_eth_dev_callback_register(p->ethdev, RTE_ETH_EVENT_INTR_LSC,
+						  port_lsc_event, p) == 0)
+			p->lsc_callback = true;
+	}
+	rc = rte_eth_dev_configure(p->ethdev, 1, config.n_workers, &conf);
+	if (rc != 0) {
+		snprintf(err, err_len, "device configure failed: %s", rte_strerror(-rc));
+		return -1;
+	}
+	if (setup_queues(p, &info, err, err_len) != 0)
+		return -1;
+	rc = rte_eth_dev_start(p->ethdev);
+	if (rc != 0) {
+		snprintf(err, err_len, "device start failed: %s", rte_strerror(-rc));
+		return -1;
+	}
+	/* A switch port takes every frame; devices without the notion say ENOTSUP. */
+	rte_eth_promiscuous_enable(p->ethdev);
+	rte_eth_macaddr_get(p->ethdev, &p->mac);
+	port_refresh_link(p);
+	return 0;
+}
+
+static void unregister_lsc(struct port *p)
+{
+	if (!p->lsc_callback)
+		return;
+	/* -EAGAIN: the callback is running on the interrupt thread right now. */
+	while (rte_eth_dev_callback_unregister(p->ethdev, RTE_ETH_EVENT_INTR_LSC, port_lsc_event,
+					       p) == -EAGAIN)
+		rte_delay_us_sleep(100);
+	p->lsc_callback = false;
+}
+
+static int probe_device(struct port *p, char *err, size_t err_len)
+{
+	char probe[PORTSPEC_DEVNAME_LEN + PORTSPEC_ARGS_LEN + 2];
+	int rc;
+
+	if (p->ps.path[0] != '\0' && p->ps.path_is_server &&
+	    clear_stale_socket(p->ps.path, err, err_len) != 0)
+		return -1;
+	if (portspec_probe_string(&p->ps, probe, sizeof(probe)) != 0) {
+		snprintf(err, err_len, "device string too long");
+		return -1;
+	}
+	LOG(INFO, "port %s: probing %s", p->name, probe);
+	rc = rte_dev_probe(probe);
+	if (rc != 0) {
+		snprintf(err, err_len, "DPDK could not create device '%s': %s (see the daemon's "
+			 "log for the driver's reason)", probe, rte_strerror(-rc));
+		return -1;
+	}
+	if (rte_eth_dev_get_port_by_name(p->ps.devname, &p->ethdev) != 0) {
+		snprintf(err, err_len, "device '%s' made no ethdev", p->ps.devname);
+		rte_eal_hotplug_remove(p->ps.is_vdev ? "vdev" : "pci", p->ps.devname);
+		return -1;
+	}
+	return 0;
+}
+
+static void remove_device(struct port *p)
+{
+	int rc;
+
+	unregister_lsc(p);
+	rc = rte_eth_dev_stop(p->ethdev);
+	if (rc != 0 && rc != -ENODEV)
+		LOG(WARNING, "port %s: stop: %s", p->name, rte_strerror(-rc));
+	rte_eth_dev_close(p->ethdev);
+	rc = rte_eal_hotplug_remove(p->ps.is_vdev ? "vdev" : "pci", p->ps.devname);
+	if (rc != 0)
+		LOG(WARNING, "port %s: device remove: %s", p->name, rte_strerror(-rc));
+}
+
+struct port *port_create(const char *name, const char *spec, enum port_error *error,
+			 char *err, size_t err_len)
+{
+	char unique[16];
+	struct port *p;
+	int slot;
+
+	if (port_find(name) != NULL) {
+		*error = PORT_ERR_EXISTS;
+		snprintf(err, err_len, "a port named '%s' exists", name);
+		return NULL;
+	}
+	slot = free_slot();
+	if (slot < 0) {
+		*error = PORT_ERR_LIMIT;
+		snprintf(err, err_len, "the daemon has %d ports, its maximum", PORT_MAX);
+		return NULL;
+	}
+	p = rte_zmalloc("port", sizeof(*p), RTE_CACHE_LINE_SIZE);
+	if (p == NULL) {
+		*error = PORT_ERR_DEVICE;
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	snprintf(unique, sizeof(unique), "p%d", slot + 1);
+	*error = PORT_ERR_SPEC;
+	if (portspec_parse(spec, unique, config.n_workers, &p->ps, err, err_len) != 0)
+		goto fail;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->spec, sizeof(p->spec), "%s", spec);
+	p->id = (uint16_t)(slot + 1);
+	p->generation = ++port_generation[slot];
+	p->worker = -1;
+	*error = PORT_ERR_DEVICE;
+	if (probe_device(p, err, err_len) != 0)
+		goto fail;
+	if (configure_device(p, err, err_len) != 0) {
+		remove_device(p);
+		goto fail;
+	}
+	port_table[slot] = p;
+	LOG(INFO, "port %s: number %u, ethdev %u, %s, link %s", p->name, p->id, p->ethdev,
+	    p->ps.devname, port_link_is_up(p) ? "up" : "down");
+	return p;
+fail:
+	rte_free(p);
+	return NULL;
+}
+
+void port_destroy(struct port *p)
+{
+	LOG(INFO, "port %s: removing %s", p->name, p->ps.devname);
+	remove_device(p);
+	port_table[p->id - 1] = NULL;
+	rte_free(p);
+}
+
+void port_read_totals(const struct port *p, struct port_totals *t)
+{
+	unsigned int w;
+
+	memset(t, 0, sizeof(*t));
+	for (w = 0; w < config.n_workers; w++)
+		stats_accumulate(t, &p->counters[w]);
+	stats_subtract(t, &p->baseline);
+}
+
+void port_clear_stats(struct port *p)
+{
+	struct port_totals now = { 0 };
+	unsigned int w;
+
+	for (w = 0; w < config.n_workers; w++)
+		stats_accumulate(&now, &p->counters[w]);
+	p->baseline = now;
+}
+
+uint64_t port_rx_missed(const struct port *p)
+{
+	struct rte_eth_stats st;
+
+	return rte_eth_stats_get(p->ethdev, &st) == 0 ? st.imissed + st.rx_nombuf : 0;
+}

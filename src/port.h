@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ports: DPDK ethdevs hot-plugged from a port spec, and the daemon's table of them.
+ *
+ * A port has a stable sluice number (its slot in the table, from 1) and a generation that
+ * grows each time the slot is reused, because DPDK reuses ethdev port ids and a number alone
+ * could name two different ports over time. Ports are created, changed and destroyed only
+ * by the control thread; workers read the fields marked "worker" concurrently.
+ */
+#ifndef SLUICE_PORT_H
+#define SLUICE_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mempool.h>
+
+#include "portspec.h"
+#include "stats.h"
+
+#define PORT_MAX 256            /* ports in the daemon */
+#define PORT_NAME_LEN 32
+#define WK_MAX_WORKERS 16
+
+struct sw;
+
+struct port {
+	/* read by workers */
+	uint16_t ethdev;
+	uint16_t sw_index;            /* index in its switch */
+	struct sw *sw;
+	bool link_up;                 /* atomic access */
+	struct port_counters counters[WK_MAX_WORKERS];
+
+	/* control thread only */
+	uint16_t id;                  /* slot number, 1..PORT_MAX */
+	uint32_t generation;
+	char name[PORT_NAME_LEN];
+	char spec[PORTSPEC_MAX_LEN + 1];
+	struct portspec ps;
+	struct rte_ether_addr mac;
+	int worker;                   /* worker polling its receive queue; -1 if none */
+	bool lsc_callback;            /* a link-state callback is registered */
+	struct port_totals baseline;  /* subtracted from the counters: clear-stats */
+};
+
+/* Error classes of port_create, for the control protocol's codes. */
+enum port_error { PORT_ERR_SPEC = 1, PORT_ERR_DEVICE, PORT_ERR_LIMIT, PORT_ERR_EXISTS };
+
+struct port_config {
+	unsigned int n_workers;       /* transmit queues per port */
+	unsigned int rx_desc, tx_desc;
+	unsigned int n_mbufs;         /* per NUMA socket, shared by all ports */
+};
+
+void port_init(const struct port_config *cfg);
+
+/* Creates and starts a port, or returns NULL with *ERROR and a message in ERR. */
+struct port *port_create(const char *name, const char *spec, enum port_error *error,
+			 char *err, size_t err_len);
+
+/* Stops and removes the device and frees P. No worker may use P any more. */
+void port_destroy(struct port *p);
+
+struct port *port_find(const char *name);
+
+/* The port in slot ID (1..PORT_MAX), or NULL. */
+struct port *port_by_id(unsigned int id);
+
+/* Counters summed over workers, less the clear-stats baseline. */
+void port_read_totals(const struct port *p, struct port_totals *t);
+void port_clear_stats(struct port *p);
+
+/* Frames the device could not take in (its own counter: they never entered the switch). */
+uint64_t port_rx_missed(const struct port *p);
+
+/* Re-reads the link state from the device. */
+void port_refresh_link(struct port *p);
+
+static inline bool port_link_is_up(const struct port *p)
+{
+	return __atomic_load_n(&p->link_up, __ATOMIC_RELAXED);
+}
+
+/* The mbuf pool for NUMA SOCKET (SOCKET_ID_ANY: the caller's). Made on first use. */
+struct rte_mempool *port_mempool(int socket);
+
+/* Frees the pools; call after every port is destroyed. */
+void port_fini(void);
+
+#endif

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Switch objects: a name, a forwarding function and the ports attached to it. */
+#include "switch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+
+static struct sw *sw_table[SW_MAX];
+
+struct sw *sw_find(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_table[i] != NULL && strcmp(sw_table[i]->name, name) == 0)
+			return sw_table[i];
+	return NULL;
+}
+
+struct sw *sw_by_index(unsigned int i)
+{
+	return i < SW_MAX ? sw_table[i] : NULL;
+}
+
+struct sw *sw_create(const char *name, const char *mode, const json_t *params,
+		     char *err, size_t err_len)
+{
+	const struct fwd_ops *ops = fwd_find(mode);
+	unsigned int slot;
+	struct sw *s;
+
+	if (ops == NULL) {
+		snprintf(err, err_len, "unknown mode '%s' (this release has: patch)", mode);
+		return NULL;
+	}
+	for (slot = 0; slot < SW_MAX && sw_table[slot] != NULL; slot++)
+		;
+	if (slot == SW_MAX) {
+		snprintf(err, err_len, "the daemon has %d switches, its maximum", SW_MAX);
+		return NULL;
+	}
+	s = rte_zmalloc("sw", sizeof(*s), RTE_CACHE_LINE_SIZE);
+	if (s == NULL) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	s->fwd = ops->create(params, err, err_len);
+	if (s->fwd == NULL) {
+		rte_free(s);
+		return NULL;
+	}
+	s->ops = ops;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	sw_table[slot] = s;
+	return s;
+}
+
+void sw_destroy(struct sw *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_table[i] == s)
+			sw_table[i] = NULL;
+	s->ops->destroy(s->fwd);
+	rte_free(s);
+}
+
+int sw_attach_port(struct sw *s, struct port *p)
+{
+	uint16_t i;
+
+	for (i = 0; i < SW_MAX_PORTS && s->ports[i] != NULL; i++)
+		;
+	if (i == SW_MAX_PORTS)
+		return -1;
+	p->sw = s;
+	p->sw_index = i;
+	s->ops->port_added(s->fwd, i);
+	/* Release: a worker that sees the pointer sees the port's fields and the fwd state. */
+	__atomic_store_n(&s->ports[i], p, __ATOMIC_RELEASE);
+	s->n_ports++;
+	return 0;
+}
+
+void sw_detach_port(struct sw *s, struct port *p)
+{
+	__atomic_store_n(&s->ports[p->sw_index], NULL, __ATOMIC_RELEASE);
+	s->ops->port_removed(s->fwd, p->sw_index);
+	s->n_ports--;
+}

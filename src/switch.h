@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Switches: a named set of up to SW_MAX_PORTS ports and one forwarding function. Made and
+ * changed by the control thread; a worker reads ports[] (atomically) to find an output.
+ */
+#ifndef SLUICE_SWITCH_H
+#define SLUICE_SWITCH_H
+
+#include "fwd.h"
+#include "port.h"
+
+#define SW_MAX 64
+#define SW_NAME_LEN 32
+
+struct sw {
+	const struct fwd_ops *ops;        /* read by workers */
+	void *fwd;                        /* read by workers */
+	struct port *ports[SW_MAX_PORTS]; /* read by workers, atomically; NULL: free slot */
+
+	char name[SW_NAME_LEN];
+	unsigned int n_ports;
+};
+
+struct sw *sw_create(const char *name, const char *mode, const json_t *params,
+		     char *err, size_t err_len);
+/* Frees S, which must have no ports; no worker may use it any more. */
+void sw_destroy(struct sw *s);
+struct sw *sw_find(const char *name);
+struct sw *sw_by_index(unsigned int i);  /* 0..SW_MAX-1, NULL for empty slots */
+
+/* Puts P in a free slot of S and tells the forwarding function; -1 when S is full. */
+int sw_attach_port(struct sw *s, struct port *p);
+/* Takes P out of S (workers may still hold it until the next grace period). */
+void sw_detach_port(struct sw *s, struct port *p);
+
+static inline struct port *sw_port(struct sw *s, uint16_t index)
+{
+	return __atomic_load_n(&s->ports[index], __ATOMIC_ACQUIRE);
+}
+
+#endif

@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The poll loop. For each receive queue in its plan a worker runs three passes over a burst,
+ * as VALE and VPP do:
+ *   1. receive the burst and count it;
+ *   2. ask the switch's forwarding function for every packet's destination at once;
+ *   3. append each packet to its output's staging array, then send each array with one
+ *      rte_eth_tx_burst() and free and count what the output did not take.
+ * Nothing here locks, allocates or makes a system call, except the idle sleep below, which
+ * happens only when every queue came back empty many times in a row.
+ *
+ * Configuration reaches the loop through RCU (rte_rcu_qsbr): the loop reports a quiescent
+ * state after each pass over its plan, and goes offline while it sleeps so that it never
+ * holds up the control thread.
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
+
+#include "log.h"
+#include "switch.h"
+
+/* Empty passes before the first sleep: at ~100 ns a pass, a few tens of microseconds. */
+#define WK_IDLE_SPINS 256
+#define WK_FIRST_SLEEP_NS 1000
+
+struct wk_rxq {
+	struct port *port;
+	uint16_t ethdev;
+};
+
+/* What a worker polls; replaced as a whole, never changed in place. */
+struct wk_plan {
+	unsigned int n;
+	struct wk_rxq q[PORT_MAX];
+};
+
+/* Packets staged for one output port of the switch being served. */
+struct wk_out {
+	uint16_t n;
+	uint16_t copies;              /* how many of pkts[] are flood copies */
+	uint64_t bytes;
+	struct rte_mbuf *pkts[FWD_MAX_BURST];
+	uint8_t is_copy[FWD_MAX_BURST];
+};
+
+struct worker {
+	unsigned int id, lcore;
+	struct wk_plan *plan;         /* atomic; published by the control thread */
+	bool stop;                    /* atomic */
+
+	/* counters, written by the worker only */
+	uint64_t loops, busy_cycles, idle_cycles, packets, sleeps;
+
+	/* scratch for one burst, kept here rather than on the stack */
+	struct fwd_burst fb;
+	struct rte_mbuf *rx[FWD_MAX_BURST];
+	struct rte_mbuf *dropped[FWD_MAX_BURST];
+	uint16_t used[SW_MAX_PORTS];
+	uint16_t n_used;
+	struct wk_out out[SW_MAX_PORTS];
+} __rte_cache_aligned;
+
+static struct worker *workers[WK_MAX_WORKERS];
+static unsigned int n_workers;
+static struct rte_rcu_qsbr *qsbr;
+static struct wk_config config;
+
+unsigned int wk_count(void)
+{
+	return n_workers;
+}
+
+static void stage(struct worker *w, uint16_t o, struct rte_mbuf *m, uint8_t is_copy)
+{
+	struct wk_out *out = &w->out[o];
+
+	if (out->n == 0)
+		w->used[w->n_used++] = o;
+	out->is_copy[out->n] = is_copy;
+	out->pkts[out->n++] = m;
+	out->copies += is_copy;
+	out->bytes += m->pkt_len;
+}
+
+/*
+ * A flooded packet goes to every port of SET but its input: one reference per copy, so no
+ * bytes are copied. A forwarding function that must change a copy's headers (VLAN) makes its
+ * own copy first (fwd.h).
+ */
+static void stage_flood(struct worker *w, uint16_t in, struct rte_mbuf *m, uint64_t set)
+{
+	uint16_t copies, o;
+	bool first = true;
+
+	set &= ~(UINT64_C(1) << in);
+	copies = (uint16_t)__builtin_popcountll(set);
+	if (copies == 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (copies > 1)
+		rte_mbuf_refcnt_update(m, (int16_t)(copies - 1));
+	while (set != 0) {
+		o = (uint16_t)__builtin_ctzll(set);
+		set &= set - 1;
+		stage(w, o, m, first ? 0 : 1);
+		first = false;
+	}
+}
+
+/* Why the packets staged for an output that cannot take them are dropped, or -1 if it can. */
+static int output_drop_reason(const struct port *p)
+{
+	if (p == NULL)
+		return STATS_DROP_PORT_REMOVED;
+	if (!port_link_is_up(p))
+		return STATS_DROP_LINK_DOWN;
+	return -1;
+}
+
+/*
+ * Sends one output's staged packets. Unicast packets the output does not take are drops of
+ * the input port; flood copies it does not take are counted on the output (fwd.h).
+ */
+static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
+			     struct port_counters *ic)
+{
+	struct wk_out *out = &w->out[o];
+	struct port *p = sw_port(s, o);
+	int reason = output_drop_reason(p);
+	uint16_t sent = 0, i, unsent_unicast = 0, unicast_sent = 0;
+	uint64_t unsent_bytes = 0;
+
+	if (reason < 0)
+		sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, out->pkts, out->n);
+	for (i = sent; i < out->n; i++) {
+		unsent_bytes += out->pkts[i]->pkt_len;
+		unsent_unicast += !out->is_copy[i];
+	}
+	for (i = 0; i < sent; i++)
+		unicast_sent += !out->is_copy[i];
+	if (sent > 0) {
+		struct port_counters *oc = &p->counters[w->id];
+
+		stats_add(&oc->tx_packets, sent);
+		stats_add(&oc->tx_bytes, out->bytes - unsent_bytes);
+	}
+	if (sent < out->n) {
+		if (reason < 0)
+			reason = STATS_DROP_TX_FULL;
+		stats_add(&ic->drops[reason], unsent_unicast);
+		if (p != NULL && out->n - sent > unsent_unicast)
+			stats_add(&p->counters[w->id].flood_tx_dropped,
+				  (uint64_t)(out->n - sent - unsent_unicast));
+		rte_pktmbuf_free_bulk(&out->pkts[sent], out->n - sent);
+	}
+	out->n = 0;
+	out->copies = 0;
+	out->bytes = 0;
+	return unicast_sent;
+}
+
+static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct port_counters *ic = &in->counters[w->id];
+	struct fwd_burst *fb = &w->fb;
+	struct sw *s = in->sw;
+	uint32_t drops[STATS_DROP_COUNT] = { 0 };
+	uint64_t bytes = 0, forwarded = 0, flooded = 0;
+	uint16_t i, n_dropped = 0;
+
+	for (i = 0; i < n; i++)
+		bytes += pkts[i]->pkt_len;
+	stats_add(&ic->rx_packets, n);
+	stats_add(&ic->rx_bytes, bytes);
+
+	s->ops->process(s->fwd, in->sw_index, pkts, n, fb);
+
+	for (i = 0; i < n; i++) {
+		uint16_t o = fb->out[i];
+
+		if (likely(o < SW_MAX_PORTS)) {
+			stage(w, o, pkts[i], 0);
+		} else if (o == FWD_OUT_FLOOD) {
+			stage_flood(w, in->sw_index, pkts[i], fb->flood[i]);
+			flooded++;
+		} else {
+			drops[fb->drop[i] < STATS_DROP_COUNT ? fb->drop[i] : STATS_DROP_MALFORMED]++;
+			w->dropped[n_dropped++] = pkts[i];
+		}
+	}
+	for (i = 0; i < w->n_used; i++)
+		forwarded += flush_output(w, s, w->used[i], ic);
+	w->n_used = 0;
+
+	if (n_dropped > 0) {
+		rte_pktmbuf_free_bulk(w->dropped, n_dropped);
+		for (i = 0; i < STATS_DROP_COUNT; i++)
+			if (drops[i] != 0)
+				stats_add(&ic->drops[i], drops[i]);
+	}
+	stats_add(&ic->forwarded, forwarded + flooded);
+}
+
+/* Sleeps after a run of empty passes, longer each time up to the configured maximum. */
+static void idle_backoff(struct worker *w, unsigned int *idle_passes, uint64_t *sleep_ns)
+{
+	struct timespec ts;
+
+	if (config.idle_sleep_us == 0 || ++*idle_passes < WK_IDLE_SPINS)
+		return;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)*sleep_ns;
+	rte_rcu_qsbr_thread_offline(qsbr, w->id);
+	nanosleep(&ts, NULL);
+	rte_rcu_qsbr_thread_online(qsbr, w->id);
+	w->sleeps++;
+	if (*sleep_ns < config.idle_sleep_us * UINT64_C(1000))
+		*sleep_ns = RTE_MIN(*sleep_ns * 2, config.idle_sleep_us * UINT64_C(1000));
+}
+
+static int wk_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t last = rte_rdtsc(), now, sleep_ns = WK_FIRST_SLEEP_NS;
+	unsigned int idle_passes = 0, i;
+
+	/* The kernel's default 50 us timer slack would stretch every short idle sleep. */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
+	rte_rcu_qsbr_thread_register(qsbr, w->id);
+	rte_rcu_qsbr_thread_online(qsbr, w->id);
+	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+		const struct wk_plan *plan = __atomic_load_n(&w->plan, __ATOMIC_ACQUIRE);
+		uint64_t got = 0;
+
+		for (i = 0; i < plan->n; i++) {
+			uint16_t n = rte_eth_rx_burst(plan->q[i].ethdev, 0, w->rx,
+						      (uint16_t)config.burst);
+
+			if (n > 0) {
+				serve_burst(w, plan->q[i].port, w->rx, n);
+				got += n;
+			}
+		}
+		rte_rcu_qsbr_quiescent(qsbr, w->id);
+		now = rte_rdtsc();
+		if (got > 0) {
+			w->busy_cycles += now - last;
+			w->packets += got;
+			idle_passes = 0;
+			sleep_ns = WK_FIRST_SLEEP_NS;
+		} else {
+			idle_backoff(w, &idle_passes, &sleep_ns);
+			now = rte_rdtsc();
+			w->idle_cycles += now - last;
+		}
+		last = now;
+		w->loops++;
+	}
+	rte_rcu_qsbr_thread_offline(qsbr, w->id);
+	rte_rcu_qsbr_thread_unregister(qsbr, w->id);
+	return 0;
+}
+
+int wk_init(unsigned int n, const struct wk_config *cfg)
+{
+	unsigned int lcore, i = 0;
+	size_t sz;
+
+	if (n == 0 || n > WK_MAX_WORKERS || n > rte_lcore_count() - 1) {
+		LOG(ERR, "need %u worker lcores, the EAL has %u besides the main one", n,
+		    rte_lcore_count() - 1);
+		return -1;
+	}
+	config = *cfg;
+	sz = rte_rcu_qsbr_get_memsize(n);
+	qsbr = rte_zmalloc("wk_qsbr", sz, RTE_CACHE_LINE_SIZE);
+	if (qsbr == NULL || rte_rcu_qsbr_init(qsbr, n) != 0)
+		return -1;
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		struct worker *w;
+
+		if (i == n)
+			break;
+		w = rte_zmalloc_socket("worker", sizeof(*w), RTE_CACHE_LINE_SIZE,
+				       (int)rte_lcore_to_socket_id(lcore));
+		if (w == NULL)
+			return -1;
+		w->plan = rte_zmalloc("wk_plan", sizeof(struct wk_plan), 0);
+		if (w->plan == NULL)
+			return -1;
+		w->id = i;
+		w->lcore = lcore;
+		workers[i++] = w;
+	}
+	n_workers = n;
+	return 0;
+}
+
+int wk_start(void)
+{
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < n_workers; i++) {
+		rc = rte_eal_remote_launch(wk_main, workers[i], workers[i]->lcore);
+		if (rc != 0) {
+			LOG(ERR, "cannot start worker %u on lcore %u: %s", i, workers[i]->lcore,
+			    rte_strerror(-rc));
+			return -1;
+		}
+		LOG(INFO, "worker %u polling on lcore %u (cpu %d)", i, workers[i]->lcore,
+		    rte_lcore_to_cpu_id((int)workers[i]->lcore));
+	}
+	return 0;
+}
+
+void wk_stop(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_workers; i++)
+		__atomic_store_n(&workers[i]->stop, true, __ATOMIC_RELAXED);
+	for (i = 0; i < n_workers; i++)
+		rte_eal_wait_lcore(workers[i]->lcore);
+}
+
+void wk_fini(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_workers; i++) {
+		rte_free(workers[i]->plan);
+		rte_free(workers[i]);
+		workers[i] = NULL;
+	}
+	rte_free(qsbr);
+	qsbr = NULL;
+	n_workers = 0;
+}
+
+void wk_synchronize(void)
+{
+	rte_rcu_qsbr_synchronize(qsbr, RTE_QSBR_THRID_INVALID);
+}
+
+/* Publishes a copy of W's plan changed by EDIT, and frees the old one after a grace period. */
+static int replace_plan(struct worker *w, struct port *add, struct port *remove)
+{
+	struct wk_plan *old = w->plan, *plan;
+	unsigned int i;
+
+	plan = rte_zmalloc("wk_plan", sizeof(*plan), 0);
+	if (plan == NULL)
+		return -ENOMEM;
+	for (i = 0; i < old->n; i++)
+		if (old->q[i].port != remove)
+			plan->q[plan->n++] = old->q[i];
+	if (add != NULL)
+		plan->q[plan->n++] = (struct wk_rxq){ .port = add, .ethdev = add->ethdev };
+	__atomic_store_n(&w->plan, plan, __ATOMIC_RELEASE);
+	wk_synchronize();
+	rte_free(old);
+	return 0;
+}
+
+int wk_add_port(struct port *p)
+{
+	unsigned int i, best = 0;
+
+	for (i = 1; i < n_workers; i++)
+		if (workers[i]->plan->n < workers[best]->plan->n)
+			best = i;
+	if (replace_plan(workers[best], p, NULL) != 0)
+		return -1;
+	p->worker = (int)best;
+	return 0;
+}
+
+void wk_remove_port(struct port *p)
+{
+	if (p->worker < 0)
+		return;
+	/* Without memory for a new plan the port would stay polled after its removal. */
+	while (replace_plan(workers[p->worker], NULL, p) != 0)
+		rte_delay_us_sleep(1000);
+	p->worker = -1;
+}
+
+void wk_read_stats(unsigned int id, struct wk_stats *st)
+{
+	const struct worker *w = workers[id];
+
+	memset(st, 0, sizeof(*st));
+	st->id = id;
+	st->lcore = w->lcore;
+	st->loops = __atomic_load_n(&w->loops, __ATOMIC_RELAXED);
+	st->busy_cycles = __atomic_load_n(&w->busy_cycles, __ATOMIC_RELAXED);
+	st->idle_cycles = __atomic_load_n(&w->idle_cycles, __ATOMIC_RELAXED);
+	st->packets = __atomic_load_n(&w->packets, __ATOMIC_RELAXED);
+	st->sleeps = __atomic_load_n(&w->sleeps, __ATOMIC_RELAXED);
+	st->rx_queues = w->plan->n;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Workers: pinned poll loops (one DPDK lcore each). A worker owns a list of receive queues,
+ * its "plan", which the control thread replaces as a whole: it builds a new plan, publishes
+ * the pointer, and frees the old one after an RCU grace period (rte_rcu_qsbr), so the loop
+ * takes no lock. Each port has one transmit queue per worker, so workers never share a
+ * queue.
+ */
+#ifndef SLUICE_WORKER_H
+#define SLUICE_WORKER_H
+
+#include <stdint.h>
+
+#include "port.h"
+
+struct wk_config {
+	unsigned int burst;           /* packets per receive burst, 1..FWD_MAX_BURST */
+	unsigned int idle_sleep_us;   /* longest sleep when idle; 0: never sleep */
+};
+
+struct wk_stats {
+	unsigned int id, lcore;
+	uint64_t loops, busy_cycles, idle_cycles, packets, sleeps;
+	unsigned int rx_queues;
+};
+
+/* Sets up N workers on the EAL's worker lcores (there must be at least N). */
+int wk_init(unsigned int n, const struct wk_config *cfg);
+int wk_start(void);
+void wk_stop(void);
+void wk_fini(void);
+unsigned int wk_count(void);
+
+/* Starts polling P's receive queue on the least loaded worker. */
+int wk_add_port(struct port *p);
+/* Stops polling P; after wk_synchronize() no worker touches P. */
+void wk_remove_port(struct port *p);
+
+/* Waits until every worker has passed a quiescent state. */
+void wk_synchronize(void);
+
+void wk_read_stats(unsigned int id, struct wk_stats *st);
+
+#endif
