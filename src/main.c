@@ -206,8 +206,7 @@ static int default_lcores(const struct options *o, char *buf, size_t len)
 }
 
 static int build_eal_args(const struct options *o, int argc, char **argv, int first,
-			  char **eal, char *lcores, size_t lcores_len, char *loglevel,
-			  size_t loglevel_len)
+			  char **eal, char *lcores, size_t lcores_len)
 {
 	static const char *const lcore_opts[] = { "-l", "-c", "--lcores", NULL };
 	static const char *const prefix_opts[] = { "--file-prefix", NULL };
@@ -232,15 +231,26 @@ static int build_eal_args(const struct options *o, int argc, char **argv, int fi
 		eal[n++] = "--lcores";
 		eal[n++] = lcores;
 	}
-	/* DPDK's own chatter stays at warnings; sluice's log follows --log-level. */
+	/* DPDK's own chatter stays at warnings; sluice's log follows --log-level (main()). */
 	eal[n++] = "--log-level=*:warning";
-	snprintf(loglevel, loglevel_len, "--log-level=sluice:%s",
-		 o->log_level ? o->log_level : "info");
-	eal[n++] = loglevel;
 	for (i = first; i < argc; i++)
 		eal[n++] = argv[i];
 	eal[n] = NULL;
 	return n;
+}
+
+static const char *const level_names[] = { "emerg", "alert", "crit", "error", "warning",
+					    "notice", "info", "debug", NULL };
+
+/* RTE_LOG_EMERG (1) .. RTE_LOG_DEBUG (8) for a --log-level name; 0 if unknown. */
+static uint32_t log_level_value(const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; level_names[i] != NULL; i++)
+		if (strcmp(level_names[i], name) == 0)
+			return i + 1;
+	return 0;
 }
 
 static void block_signals(void)
@@ -278,18 +288,21 @@ stop:
 int main(int argc, char **argv)
 {
 	struct options o = {
-		.socket = DEFAULT_SOCKET, .main_cpu = -1,
+		.socket = DEFAULT_SOCKET, .main_cpu = -1, .log_level = "info",
 		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767 },
 		.workers = { .burst = 32, .idle_sleep_us = 50 },
 	};
-	char *eal[MAX_EAL_ARGS], lcores[512], loglevel[64];
+	char *eal[MAX_EAL_ARGS], lcores[512];
 	int first, n, rc;
 
 	first = parse_options(argc, argv, &o);
 	if (first < 0)
 		return 2;
-	n = build_eal_args(&o, argc, argv, first, eal, lcores, sizeof(lcores), loglevel,
-			   sizeof(loglevel));
+	if (log_level_value(o.log_level) == 0) {
+		fprintf(stderr, "sluiced: --log-level: unknown level '%s'\n", o.log_level);
+		return 2;
+	}
+	n = build_eal_args(&o, argc, argv, first, eal, lcores, sizeof(lcores));
 	if (n < 0) {
 		fprintf(stderr, "sluiced: cannot build the EAL arguments\n");
 		return 2;
@@ -303,6 +316,7 @@ int main(int argc, char **argv)
 	/* The EAL logs to buffered stdout; a daemon's log must not sit in a buffer. */
 	rte_openlog_stream(stderr);
 	sluice_logtype = rte_log_register_type_and_pick_level("sluice", RTE_LOG_INFO);
+	rte_log_set_level(sluice_logtype, log_level_value(o.log_level));
 	if (rte_lcore_count() < 2) {
 		LOG(ERR, "need at least two lcores (control and one worker); see --worker-cpus");
 		rte_eal_cleanup();

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <net/if.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -219,11 +220,67 @@ static void unregister_lsc(struct port *p)
 	p->lsc_callback = false;
 }
 
+/*
+ * The ethdev a probed device made. Found through the device rather than by name, since some
+ * drivers (ring) name the ethdev after an argument instead of the device.
+ */
+static int find_ethdev(const char *devname, uint16_t *ethdev)
+{
+	struct rte_eth_dev_info info;
+	uint16_t id;
+
+	RTE_ETH_FOREACH_DEV(id) {
+		if (rte_eth_dev_info_get(id, &info) == 0 && info.device != NULL &&
+		    strcmp(rte_dev_name(info.device), devname) == 0) {
+			*ethdev = id;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Checks what the spec names on this host, so the error names the field, not a driver. */
+static int check_host_resources(const struct portspec *ps, const char *spec, char *err,
+				size_t err_len)
+{
+	char field[16], value[PORTSPEC_MAX_LEN];
+	const char *want[] = { "iface=", "rx=" };
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(want); i++) {
+		const char *at = strstr(spec, want[i]);
+		size_t n;
+
+		if (at == NULL || (at != spec && at[-1] != ':' && at[-1] != ','))
+			continue;
+		at += strlen(want[i]);
+		n = strcspn(at, ",");
+		if (n >= sizeof(value))
+			continue;
+		memcpy(value, at, n);
+		value[n] = '\0';
+		snprintf(field, sizeof(field), "%.*s", (int)strlen(want[i]) - 1, want[i]);
+		if (strcmp(field, "iface") == 0 && if_nametoindex(value) == 0) {
+			snprintf(err, err_len, "%s: 'iface': no network interface named '%s'",
+				 portspec_kind_name(ps->kind), value);
+			return -1;
+		}
+		if (strcmp(field, "rx") == 0 && ps->kind == PORTSPEC_PCAP && access(value, R_OK) != 0) {
+			snprintf(err, err_len, "pcap: 'rx': cannot read '%s': %s", value,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int probe_device(struct port *p, char *err, size_t err_len)
 {
 	char probe[PORTSPEC_DEVNAME_LEN + PORTSPEC_ARGS_LEN + 2];
 	int rc;
 
+	if (check_host_resources(&p->ps, p->spec, err, err_len) != 0)
+		return -1;
 	if (p->ps.path[0] != '\0' && p->ps.path_is_server &&
 	    clear_stale_socket(p->ps.path, err, err_len) != 0)
 		return -1;
@@ -233,12 +290,22 @@ static int probe_device(struct port *p, char *err, size_t err_len)
 	}
 	LOG(INFO, "port %s: probing %s", p->name, probe);
 	rc = rte_dev_probe(probe);
+	if (rc != 0 && p->ps.kind == PORTSPEC_RING) {
+		/* The rings outlive a deleted ring port; a new port on them attaches. */
+		char *action = strstr(probe, ":CREATE");
+
+		if (action != NULL) {
+			memcpy(action, ":ATTACH", strlen(":ATTACH"));
+			rc = rte_dev_probe(probe);
+		}
+	}
 	if (rc != 0) {
-		snprintf(err, err_len, "DPDK could not create device '%s': %s (see the daemon's "
-			 "log for the driver's reason)", probe, rte_strerror(-rc));
+		snprintf(err, err_len, "DPDK could not create device '%s'%s%s (the daemon's log has "
+			 "the driver's reason)", probe, rc == -1 ? "" : ": ",
+			 rc == -1 ? "" : rte_strerror(-rc));
 		return -1;
 	}
-	if (rte_eth_dev_get_port_by_name(p->ps.devname, &p->ethdev) != 0) {
+	if (find_ethdev(p->ps.devname, &p->ethdev) != 0) {
 		snprintf(err, err_len, "device '%s' made no ethdev", p->ps.devname);
 		rte_eal_hotplug_remove(p->ps.is_vdev ? "vdev" : "pci", p->ps.devname);
 		return -1;
@@ -291,7 +358,7 @@ struct port *port_create(const char *name, const char *spec, enum port_error *er
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->spec, sizeof(p->spec), "%s", spec);
 	p->id = (uint16_t)(slot + 1);
-	p->generation = ++port_generation[slot];
+	p->generation = port_generation[slot] + 1;
 	p->worker = -1;
 	*error = PORT_ERR_DEVICE;
 	if (probe_device(p, err, err_len) != 0)
@@ -301,6 +368,7 @@ struct port *port_create(const char *name, const char *spec, enum port_error *er
 		goto fail;
 	}
 	port_table[slot] = p;
+	port_generation[slot] = p->generation;
 	LOG(INFO, "port %s: number %u, ethdev %u, %s, link %s", p->name, p->id, p->ethdev,
 	    p->ps.devname, port_link_is_up(p) ? "up" : "down");
 	return p;
