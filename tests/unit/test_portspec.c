@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Runs every row of tests/data/portspec_cases.tsv through portspec_parse(): one cmocka test
+ * per row, named by its spec, so a failure says which spec broke.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "portspec.h"
+
+#define MAX_CASES 256
+
+struct spec_case {
+	char spec[PORTSPEC_MAX_LEN + 1];
+	int ok;
+	char want1[PORTSPEC_ARGS_LEN];  /* devname, or a piece of the error */
+	char want2[PORTSPEC_ARGS_LEN];  /* devargs */
+	char name[PORTSPEC_MAX_LEN + 16];
+};
+
+static void check_case(void **state)
+{
+	const struct spec_case *c = *state;
+	char err[PORTSPEC_ERR_LEN] = "";
+	struct portspec ps;
+	int rc = portspec_parse(c->spec, "p7", 1, &ps, err, sizeof(err));
+
+	if (c->ok) {
+		if (rc != 0)
+			fail_msg("'%s' refused: %s", c->spec, err);
+		assert_string_equal(ps.devname, c->want1);
+		assert_string_equal(ps.devargs, c->want2);
+	} else {
+		if (rc == 0)
+			fail_msg("'%s' accepted, expected an error with '%s'", c->spec, c->want1);
+		if (strstr(err, c->want1) == NULL)
+			fail_msg("'%s': error '%s' lacks '%s'", c->spec, err, c->want1);
+	}
+}
+
+/* Copies the next tab-separated field of *LINE into OUT and moves *LINE past it. */
+static void next_field(char **line, char *out, size_t len)
+{
+	size_t n = strcspn(*line, "\t\n");
+
+	snprintf(out, len, "%.*s", (int)n, *line);
+	*line += n;
+	if (**line == '\t')
+		(*line)++;
+}
+
+static int load_cases(const char *file, struct spec_case *cases)
+{
+	char buf[2048], kind[16], *p;
+	FILE *f = fopen(file, "r");
+	int n = 0;
+
+	if (f == NULL) {
+		perror(file);
+		return -1;
+	}
+	while (n < MAX_CASES && fgets(buf, sizeof(buf), f) != NULL) {
+		struct spec_case *c = &cases[n];
+
+		if (buf[0] == '#' || buf[0] == '\n')
+			continue;
+		p = buf;
+		next_field(&p, c->spec, sizeof(c->spec));
+		next_field(&p, kind, sizeof(kind));
+		next_field(&p, c->want1, sizeof(c->want1));
+		next_field(&p, c->want2, sizeof(c->want2));
+		c->ok = strcmp(kind, "ok") == 0;
+		snprintf(c->name, sizeof(c->name), "portspec '%s'", c->spec);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static void check_probe_string(void **state)
+{
+	char err[PORTSPEC_ERR_LEN], buf[1024];
+	struct portspec ps;
+
+	(void)state;
+	assert_int_equal(portspec_parse("tap:name=t0", "p1", 1, &ps, err, sizeof(err)), 0);
+	assert_int_equal(portspec_probe_string(&ps, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "net_tap_p1,iface=t0");
+	assert_int_equal(portspec_parse("pci:0000:01:00.0", "p1", 1, &ps, err, sizeof(err)), 0);
+	assert_int_equal(portspec_probe_string(&ps, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0000:01:00.0");
+	/* Queue counts reach the kinds that take them. */
+	assert_int_equal(portspec_parse("vhost-user:path=/x", "p1", 4, &ps, err, sizeof(err)), 0);
+	assert_string_equal(ps.devargs, "iface=/x,client=0,queues=4");
+	assert_int_equal(portspec_parse("tap:name=t0", "p1", 0, &ps, err, sizeof(err)), -1);
+}
+
+int main(int argc, char **argv)
+{
+	static struct spec_case cases[MAX_CASES];
+	static struct CMUnitTest tests[MAX_CASES + 1];
+	int n, i;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s portspec_cases.tsv\n", argv[0]);
+		return 2;
+	}
+	n = load_cases(argv[1], cases);
+	if (n <= 0)
+		return 2;
+	for (i = 0; i < n; i++)
+		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = check_case,
+						.initial_state = &cases[i] };
+	tests[n] = (struct CMUnitTest){ .name = "probe string", .test_func = check_probe_string };
+	return _cmocka_run_group_tests("portspec", tests, (size_t)n + 1, NULL, NULL);
+}
