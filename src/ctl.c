@@ -117,7 +117,7 @@ char *ctl_handle_line(const char *line, size_t len)
 	json_t *req;
 	char *resp;
 
-	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	req = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (req == NULL) {
 		char msg[300];
 

@@ -1,0 +1,169 @@
+"""Fixtures for functional tests: the real sluiced on its own socket and DPDK file prefix.
+
+Every test that starts a process ends it by PID and removes the sockets, namespaces and
+hugepage files of its own DPDK prefixes, so tests pass in any order and when run twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SLUICED = REPO / "build" / "src" / "sluiced"
+TESTPMD = "dpdk-testpmd"
+
+
+class RpcError(Exception):
+    """An error answer from the daemon."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+
+
+class Rpc:
+    """A line-delimited JSON-RPC 2.0 connection to sluiced."""
+
+    def __init__(self, path: Path, timeout: float = 10.0) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(str(path))
+        self.reader = self.sock.makefile("rb")
+        self.next_id = 1
+
+    def raw(self, line: bytes) -> dict[str, Any]:
+        """Sends LINE (a newline is added) and returns the decoded answer."""
+        self.sock.sendall(line + b"\n")
+        answer = self.reader.readline()
+        if not answer:
+            raise ConnectionError("daemon closed the connection")
+        return json.loads(answer)
+
+    def call(self, method: str, **params: Any) -> Any:
+        req = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.next_id += 1
+        answer = self.raw(json.dumps(req).encode())
+        if "error" in answer:
+            raise RpcError(answer["error"]["code"], answer["error"]["message"])
+        return answer["result"]
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+def remove_hugepage_files(prefix: str) -> None:
+    for f in glob.glob(f"/dev/hugepages/{prefix}map_*"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f)
+
+
+def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
+                 timeout: float = 10.0) -> int:
+    """Ends PROC (ours, by PID) and returns its exit status."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+class Daemon:
+    """A running sluiced with its own socket, file prefix and log."""
+
+    def __init__(self, workdir: Path, name: str, extra: list[str] | None = None) -> None:
+        self.workdir = workdir
+        self.socket = workdir / f"{name}.sock"
+        self.prefix = f"sltest{os.getpid()}{name}"
+        self.log = workdir / f"{name}.log"
+        self.args = [str(SLUICED), "--socket", str(self.socket), "--file-prefix", self.prefix,
+                     "--main-cpu", "0", "--worker-cpus", "1", *(extra or [])]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._rpc: Rpc | None = None
+
+    def start(self, wait: bool = True) -> Daemon:
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"sluiced exited ({self.proc.returncode}):\n"
+                                   + self.log.read_text())
+            if self.socket.exists():
+                with contextlib.suppress(OSError):
+                    Rpc(self.socket).close()
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("sluiced did not open its socket:\n" + self.log.read_text())
+
+    @property
+    def rpc(self) -> Rpc:
+        if self._rpc is None:
+            self._rpc = Rpc(self.socket)
+        return self._rpc
+
+    def call(self, method: str, **params: Any) -> Any:
+        return self.rpc.call(method, **params)
+
+    def port_stats(self, switch: str) -> dict[str, dict[str, Any]]:
+        result = self.call("stats", switch=switch)
+        return {p["name"]: p for p in result["switches"][0]["ports"]}
+
+    def stop(self) -> int:
+        if self._rpc is not None:
+            self._rpc.close()
+            self._rpc = None
+        rc = stop_process(self.proc) if self.proc is not None else 0
+        remove_hugepage_files(self.prefix)
+        return rc
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    # Unix socket paths are limited to 107 bytes; pytest's tmp_path can be long.
+    short = Path(f"/tmp/sluice-test-{os.getpid()}-{time.monotonic_ns() % 10**9}")
+    short.mkdir()
+    yield short
+    for f in sorted(short.rglob("*"), reverse=True):
+        with contextlib.suppress(OSError):
+            f.unlink() if not f.is_dir() else f.rmdir()
+    with contextlib.suppress(OSError):
+        short.rmdir()
+
+
+@pytest.fixture
+def daemon(workdir: Path) -> Iterator[Daemon]:
+    d = Daemon(workdir, "d").start()
+    yield d
+    rc = d.stop()
+    assert rc == 0, "sluiced did not shut down cleanly:\n" + d.log.read_text()
+
+
+def assert_accounting(stats: dict[str, dict[str, Any]]) -> None:
+    """Every packet a port received was forwarded or dropped with exactly one reason."""
+    for name, p in stats.items():
+        assert p["rx_packets"] == p["forwarded"] + p["dropped"], (name, p)
+        assert p["dropped"] == sum(p["drops"].values()), (name, p)
