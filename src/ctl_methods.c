@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_ethdev.h>
 #include <rte_version.h>
@@ -490,6 +491,15 @@ static json_t *drop_reason_names(void)
 	return a;
 }
 
+/* When the counters were read (CLOCK_MONOTONIC), so clients can turn them into rates. */
+static json_int_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static json_t *m_stats(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
@@ -520,8 +530,8 @@ static json_t *m_stats(json_t *params, struct ctl_error *e)
 		if (s != NULL && (only == NULL || s == only))
 			json_array_append_new(sws, switch_stats_json(s, only_port));
 	}
-	return json_pack("{so so so}", "switches", sws, "workers", workers_json(),
-			 "drop_reasons", drop_reason_names());
+	return json_pack("{so so so sI}", "switches", sws, "workers", workers_json(),
+			 "drop_reasons", drop_reason_names(), "monotonic_ns", monotonic_ns());
 }
 
 static json_t *m_clear_stats(json_t *params, struct ctl_error *e)
