@@ -31,8 +31,16 @@
 #define FWD_OUT_DROP 0xffff     /* drop; the reason is in drop[i] */
 #define FWD_OUT_FLOOD 0xfffe    /* send to every port in flood[i] (learn mode) */
 
-/* What a forwarding function decides for one burst. */
+#define FWD_OUT_MIXED 0xfffd    /* uniform: the packets go to different places */
+
+/*
+ * What a forwarding function decides for one burst. When every packet goes to the same
+ * place (patch always; learn often), the function sets UNIFORM to that port index, or to
+ * FWD_OUT_DROP with the reason in drop[0], and may leave out[] unset: the worker then sends
+ * the received array as it is, without staging, as testpmd's io forwarding does.
+ */
 struct fwd_burst {
+	uint16_t uniform;               /* FWD_OUT_MIXED, a port index, or FWD_OUT_DROP */
 	uint16_t out[FWD_MAX_BURST];    /* switch port index, FWD_OUT_DROP or FWD_OUT_FLOOD */
 	uint8_t drop[FWD_MAX_BURST];    /* enum stats_drop, when out[i] == FWD_OUT_DROP */
 	uint64_t flood[FWD_MAX_BURST];  /* port bitmap, when out[i] == FWD_OUT_FLOOD */

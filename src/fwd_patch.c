@@ -90,18 +90,15 @@ static void patch_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint
 			  struct fwd_burst *out)
 {
 	uint16_t peer = fwd_patch_peer(state, in);
-	uint16_t i;
 
 	(void)pkts;
+	(void)n;
 	if (peer == FWD_PATCH_NONE) {
-		for (i = 0; i < n; i++) {
-			out->out[i] = FWD_OUT_DROP;
-			out->drop[i] = STATS_DROP_UNPATCHED;
-		}
-		return;
+		out->uniform = FWD_OUT_DROP;
+		out->drop[0] = STATS_DROP_UNPATCHED;
+	} else {
+		out->uniform = peer;
 	}
-	for (i = 0; i < n; i++)
-		out->out[i] = peer;
 }
 
 static void patch_trace(void *state, uint16_t in, struct rte_mbuf *pkt,

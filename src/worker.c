@@ -151,8 +151,11 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 		unsent_bytes += out->pkts[i]->pkt_len;
 		unsent_unicast += !out->is_copy[i];
 	}
-	for (i = 0; i < sent; i++)
-		unicast_sent += !out->is_copy[i];
+	if (out->copies == 0)
+		unicast_sent = sent;
+	else
+		for (i = 0; i < sent; i++)
+			unicast_sent += !out->is_copy[i];
 	if (sent > 0) {
 		struct port_counters *oc = &p->counters[w->id];
 
@@ -174,6 +177,40 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 	return unicast_sent;
 }
 
+/*
+ * The whole burst goes to one output (or is dropped for one reason): send the received array
+ * as it is. BYTES is the burst's byte count.
+ */
+static void serve_uniform(struct worker *w, struct sw *s, struct port_counters *ic,
+			  struct rte_mbuf **pkts, uint16_t n, uint64_t bytes, uint16_t o,
+			  uint8_t reason)
+{
+	struct port *p = NULL;
+	uint64_t unsent_bytes = 0;
+	uint16_t sent = 0, i;
+	int why = reason;
+
+	if (o < SW_MAX_PORTS) {
+		p = sw_port(s, o);
+		why = output_drop_reason(p);
+		if (why < 0) {
+			sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, pkts, n);
+			why = STATS_DROP_TX_FULL;
+		}
+	}
+	if (sent > 0) {
+		for (i = sent; i < n; i++)
+			unsent_bytes += pkts[i]->pkt_len;
+		stats_add(&p->counters[w->id].tx_packets, sent);
+		stats_add(&p->counters[w->id].tx_bytes, bytes - unsent_bytes);
+		stats_add(&ic->forwarded, sent);
+	}
+	if (sent < n) {
+		stats_add(&ic->drops[why], (uint64_t)(n - sent));
+		rte_pktmbuf_free_bulk(&pkts[sent], n - sent);
+	}
+}
+
 static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct port_counters *ic = &in->counters[w->id];
@@ -188,7 +225,12 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	stats_add(&ic->rx_packets, n);
 	stats_add(&ic->rx_bytes, bytes);
 
+	fb->uniform = FWD_OUT_MIXED;
 	s->ops->process(s->fwd, in->sw_index, pkts, n, fb);
+	if (fb->uniform != FWD_OUT_MIXED) {
+		serve_uniform(w, s, ic, pkts, n, bytes, fb->uniform, fb->drop[0]);
+		return;
+	}
 
 	for (i = 0; i < n; i++) {
 		uint16_t o = fb->out[i];
