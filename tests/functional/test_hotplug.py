@@ -9,15 +9,17 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import Daemon, Rpc, assert_accounting
+from conftest import Daemon, Rpc
 
 
 def churn(d: Daemon, workdir: Path, rounds: int) -> None:
     """Adds and deletes ports of several kinds and whole switches on switch 'other'."""
     for i in range(rounds):
         d.call("add-switch", name="other")
-        d.call("add-port", switch="other", name="v1", spec=f"vhost-user:server,path={workdir}/v1.sock")
-        d.call("add-port", switch="other", name="v2", spec=f"vhost-user:client,path={workdir}/v2.sock")
+        d.call("add-port", switch="other", name="v1",
+               spec=f"vhost-user:server,path={workdir}/v1.sock")
+        d.call("add-port", switch="other", name="v2",
+               spec=f"vhost-user:client,path={workdir}/v2.sock")
         d.call("add-port", switch="other", name="t1", spec=f"tap:name=slhp{i % 3}")
         d.call("add-port", switch="other", name="r1", spec="ring:name=hp")
         d.call("patch", switch="other", port1="v1", port2="t1")
@@ -54,7 +56,7 @@ def test_traffic_goes_on_during_hotplug(daemon: Daemon, workdir: Path) -> None:
     done.set()
     sampler.join()
 
-    rates = [(f1 - f0) / (t1 - t0) for (t0, f0), (t1, f1) in zip(samples, samples[1:])
+    rates = [(f1 - f0) / (t1 - t0) for (t0, f0), (t1, f1) in zip(samples, samples[1:], strict=False)
              if t1 - t0 > 0.002]
     assert len(rates) > 50
     median = statistics.median(rates)
@@ -73,7 +75,7 @@ def test_traffic_goes_on_during_hotplug(daemon: Daemon, workdir: Path) -> None:
 def test_delete_port_while_its_peer_sends(daemon: Daemon) -> None:
     """Packets in flight towards a port being deleted are counted, never lost."""
     daemon.call("add-switch", name="sw")
-    for i in range(20):
+    for _ in range(20):
         daemon.call("add-port", switch="sw", name="src", spec="null:rx=1")
         daemon.call("add-port", switch="sw", name="sink", spec="null")
         daemon.call("patch", switch="sw", port1="src", port2="sink")

@@ -1,0 +1,1 @@
+"""sluice-bench: the benchmark harness."""

@@ -1,0 +1,185 @@
+"""make bench-quick: sluiced (patch) against dpdk-testpmd io-forward as the switch, v2v.
+
+Both switches run at once with their forwarding threads on the same CPU (--switch-cpu); one
+sluice-gen process on the other CPU (--gen-cpu) generates and sinks on four virtio-user
+ports, two per switch, and sends into one switch at a time in alternating windows while it
+keeps the other switch SIGSTOPped (PLATFORM.md: separate trials of one switch drift by up
+to 1.5x here, alternating windows do not). Prints, per frame size, both medians, the ratio
+with its quartiles and how many seconds each figure rests on, and stores the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from sluice.bench.abwindows import Comparison, Window, compare
+
+REPO = Path(__file__).resolve().parents[3]
+SLUICED = REPO / "build" / "src" / "sluiced"
+GEN = REPO / "build" / "tools" / "gen" / "sluice-gen"
+
+
+def wait_for_path(path: Path, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} did not appear")
+        time.sleep(0.1)
+
+
+class Switches:
+    """sluiced and testpmd, each with two vhost-user server ports, worker on SWITCH_CPU."""
+
+    def __init__(self, work: Path, switch_cpu: int, ctl_cpu: int) -> None:
+        self.work = work
+        self.switch_cpu = switch_cpu
+        self.ctl_cpu = ctl_cpu
+        self.procs: list[tuple[subprocess.Popen[bytes], str]] = []
+
+    def start_sluiced(self) -> subprocess.Popen[bytes]:
+        cfg = self.work / "sluiced.conf"
+        lines = [{"method": "add-switch", "params": {"name": "bench"}}]
+        for p in ("a0", "a1"):
+            lines.append({"method": "add-port", "params": {
+                "switch": "bench", "name": p,
+                "spec": f"vhost-user:server,path={self.work}/{p}.sock"}})
+        lines.append({"method": "patch", "params": {"switch": "bench", "port1": "a0",
+                                                    "port2": "a1"}})
+        cfg.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        prefix = f"slbench{os.getpid()}a"
+        with open(self.work / "sluiced.log", "wb") as log:
+            proc = subprocess.Popen(
+                [str(SLUICED), "--socket", str(self.work / "sluiced.sock"), "--file-prefix",
+                 prefix, "--main-cpu", str(self.ctl_cpu), "--worker-cpus",
+                 str(self.switch_cpu), "--config", str(cfg)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.procs.append((proc, prefix))
+        wait_for_path(self.work / "sluiced.sock", proc)
+        return proc
+
+    def start_testpmd(self) -> subprocess.Popen[bytes]:
+        prefix = f"slbench{os.getpid()}b"
+        vdevs = []
+        for i, p in enumerate(("b0", "b1")):
+            vdevs += ["--vdev", f"net_vhost{i},iface={self.work}/{p}.sock,queues=1"]
+        with open(self.work / "testpmd.log", "wb") as log:
+            proc = subprocess.Popen(
+                ["dpdk-testpmd", "--lcores", f"0@{self.ctl_cpu},1@{self.switch_cpu}",
+                 "--no-pci", "--file-prefix", prefix, "--single-file-segments",
+                 "--log-level=*:warning", *vdevs, "--", "--forward-mode=io",
+                 "--nb-cores", "1", "--stats-period", "60", "--txd", "1024", "--rxd", "1024"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.procs.append((proc, prefix))
+        wait_for_path(self.work / "b1.sock", proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc, prefix in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGCONT)
+                    proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            for f in glob.glob(f"/dev/hugepages/{prefix}map_*"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f)
+
+
+def run_generator(work: Path, size: int, args: argparse.Namespace, pids: tuple[int, int],
+                  out: Path) -> None:
+    ports = []
+    for p in ("a0", "a1", "b0", "b1"):
+        ports += ["--port", f"virtio-user:path={work}/{p}.sock"]
+    cmd = [str(GEN), "--cpu", str(args.gen_cpu), "--role", "txrx", *ports,
+           "--alternate", f"{pids[0]},{pids[1]}", "--window", str(args.window),
+           "--settle", str(args.settle), "--duration", str(args.duration),
+           "--size", str(size), "--rate", "max", "--out", str(out)]
+    print(f"  {size} B: {args.duration:.0f} s of {args.window:.1f} s windows ...",
+          flush=True)
+    with open(work / f"gen-{size}.log", "wb") as log:
+        subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True,
+                       timeout=args.duration + 60)
+
+
+def load_windows(path: Path) -> list[Window]:
+    data = json.loads(path.read_text())
+    return [Window(index=w["index"], switch=w["switch"], rx_pps=float(w["rx_pps"]),
+                   counted_s=float(w["counted_s"])) for w in data["windows"]]
+
+
+def report_line(size: int, c: Comparison) -> str:
+    return (f"{size:>6} B  sluiced {c.a_median_pps / 1e6:7.2f} Mpps ({c.a_windows} windows, "
+            f"{c.a_seconds:.0f} s)  testpmd {c.b_median_pps / 1e6:7.2f} Mpps "
+            f"({c.b_windows} windows, {c.b_seconds:.0f} s)  ratio {c.ratio_median:.3f} "
+            f"[q1 {c.ratio_q1:.3f}, q3 {c.ratio_q3:.3f}, {c.n_ratios} ratios]")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="bench/quick.sh",
+        description="sluiced patch vs dpdk-testpmd io-forward over vhost-user (v2v), "
+                    "measured in alternating windows by one sluice-gen loop.")
+    ap.add_argument("--sizes", default="64,1500", help="frame sizes incl. FCS (64,1500)")
+    ap.add_argument("--duration", type=float, default=40.0, help="seconds per size (40)")
+    ap.add_argument("--window", type=float, default=1.0, help="window length, s (1.0)")
+    ap.add_argument("--settle", type=float, default=0.3,
+                    help="uncounted start of each window, s (0.3)")
+    ap.add_argument("--switch-cpu", type=int, default=1, help="CPU of both switches' workers")
+    ap.add_argument("--gen-cpu", type=int, default=0, help="CPU of sluice-gen")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results",
+                    help="directory for the JSON results")
+    args = ap.parse_args(argv)
+    for exe in (SLUICED, GEN):
+        if not exe.exists():
+            print(f"{exe} is missing: run 'make build'", file=sys.stderr)
+            return 2
+    if shutil.which("dpdk-testpmd") is None:
+        print("dpdk-testpmd is missing: run scripts/setup.sh", file=sys.stderr)
+        return 2
+
+    work = Path(tempfile.mkdtemp(prefix="sluice-bench-", dir="/tmp"))
+    switches = Switches(work, args.switch_cpu, args.gen_cpu)
+    results = []
+    print(f"bench-quick: switches' workers on CPU {args.switch_cpu}, sluice-gen on CPU "
+          f"{args.gen_cpu}, control threads on CPU {args.gen_cpu} (sleeping); logs in {work}")
+    try:
+        a = switches.start_sluiced()
+        b = switches.start_testpmd()
+        for size in (int(s) for s in args.sizes.split(",")):
+            out = work / f"gen-{size}.json"
+            run_generator(work, size, args, (a.pid, b.pid), out)
+            c = compare(load_windows(out))
+            print(report_line(size, c), flush=True)
+            results.append({"size": size, **asdict(c)})
+    finally:
+        switches.stop()
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    record = {"bench": "quick", "time": stamp, "a": "sluiced patch", "b": "dpdk-testpmd io",
+              "switch_cpu": args.switch_cpu, "gen_cpu": args.gen_cpu,
+              "window_s": args.window, "settle_s": args.settle, "results": results}
+    (args.out / f"quick-{stamp}.json").write_text(json.dumps(record, indent=2) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
