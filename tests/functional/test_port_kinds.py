@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from conftest import TESTPMD, Daemon, assert_accounting, remove_hugepage_files, stop_process
 
 

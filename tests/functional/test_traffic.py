@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TESTPMD, Daemon, assert_accounting, remove_hugepage_files, stop_process
 from scapy.all import IP, UDP, AsyncSniffer, Ether, Raw, rdpcap, sendp, wrpcap  # type: ignore
+
+from conftest import TESTPMD, Daemon, assert_accounting, remove_hugepage_files, stop_process
 
 
 def quiet_interface(name: str) -> None:
@@ -155,6 +156,6 @@ def test_vhost_user_with_testpmd(daemon: Daemon, workdir: Path, testpmd_logs) ->
     assert vm1["rx_packets"] == sent["TX-packets"]
     assert vm2["tx_packets"] == got["RX-packets"]
     assert vm1["rx_packets"] == vm2["tx_packets"] + vm1["dropped"]
-    assert set(k for k, v in vm1["drops"].items() if v) <= {"tx_full"}
+    assert {k for k, v in vm1["drops"].items() if v} <= {"tx_full"}
     assert vm2["tx_packets"] > 0
     assert vm1["rx_bytes"] == 64 * vm1["rx_packets"]    # testpmd txonly: 64 B frames
