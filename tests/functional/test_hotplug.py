@@ -97,3 +97,29 @@ def test_port_numbers_and_generations(daemon: Daemon) -> None:
     again = daemon.call("add-port", switch="sw", name="b", spec="null")
     assert again["id"] == first["id"]
     assert again["generation"] == first["generation"] + 1
+
+
+def test_two_workers_share_ports(workdir: Path) -> None:
+    """Receive queues spread over workers; counters of all workers add up."""
+    d = Daemon(workdir, "w2", ["--worker-cpus", "1,1"]).start()
+    try:
+        d.call("add-switch", name="sw")
+        # Queues go to the worker with the fewest, so the two sources land on two workers.
+        for name in ("src0", "src1", "sink0", "sink1"):
+            d.call("add-port", switch="sw", name=name, spec="null:rx=1" if "src" in name
+                   else "null")
+        for i in range(2):
+            d.call("patch", switch="sw", port1=f"src{i}", port2=f"sink{i}")
+        workers = {p["name"]: p["worker"] for p in d.call("list-ports")}
+        assert sorted(workers.values()) == [0, 0, 1, 1]
+        assert workers["src0"] != workers["src1"]
+        time.sleep(0.5)
+        for i in range(2):
+            d.call("del-port", switch="sw", name=f"src{i}")
+        stats = d.call("stats")
+        ws = stats["workers"]
+        assert len(ws) == 2 and all(w["packets"] > 0 for w in ws)
+        ports = {p["name"]: p for p in stats["switches"][0]["ports"]}
+        assert ports["sink0"]["tx_packets"] > 0 and ports["sink1"]["tx_packets"] > 0
+    finally:
+        assert d.stop() == 0
