@@ -34,7 +34,7 @@ lint:
 	$(VENV)/bin/ruff check python tests bench
 
 test-functional: build
-	$(PY) -m pytest -v tests/functional
+	$(PY) -m pytest -v tests/python tests/functional
 
 bench-quick: setup build
 	bench/quick.sh
