@@ -167,8 +167,15 @@ def main(argv: list[str] | None = None) -> int:
             out = work / f"gen-{size}.json"
             run_generator(work, size, args, (a.pid, b.pid), out)
             c = compare(load_windows(out))
+            gen = json.loads(out.read_text())
             print(report_line(size, c), flush=True)
-            results.append({"size": size, **asdict(c)})
+            print(f"{'':8}sluice-gen: idle {100 * gen['idle_fraction']:.1f}% of loop passes, "
+                  f"{gen['not_accepted']} frames refused by full rings, {gen['lost']} lost",
+                  flush=True)
+            results.append({"size": size, **asdict(c),
+                            "gen_idle_fraction": gen["idle_fraction"],
+                            "gen_not_accepted": gen["not_accepted"], "gen_lost": gen["lost"],
+                            "generator_bound": gen["idle_fraction"] < 0.01})
     finally:
         switches.stop()
     args.out.mkdir(parents=True, exist_ok=True)
