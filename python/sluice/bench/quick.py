@@ -132,6 +132,30 @@ def report_line(size: int, c: Comparison) -> str:
             f"[q1 {c.ratio_q1:.3f}, q3 {c.ratio_q3:.3f}, {c.n_ratios} ratios]")
 
 
+def markdown_report(record: dict) -> str:
+    lines = [
+        f"# bench-quick {record['time']}: sluiced patch vs dpdk-testpmd io, v2v",
+        "",
+        f"Switch workers on CPU {record['switch_cpu']}, sluice-gen (generator and sink, one "
+        f"loop) on CPU {record['gen_cpu']}; alternating {record['window_s']} s windows, the "
+        f"first {record['settle_s']} s of each not counted; the idle switch SIGSTOPped.",
+        "",
+        "| frame | sluiced Mpps | testpmd Mpps | ratio (median) | q1 | q3 | ratios | "
+        "counted s (sluiced/testpmd) | generator idle | generator bound |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in record["results"]:
+        lines.append(
+            f"| {r['size']} B | {r['a_median_pps'] / 1e6:.2f} | {r['b_median_pps'] / 1e6:.2f} "
+            f"| {r['ratio_median']:.3f} | {r['ratio_q1']:.3f} | {r['ratio_q3']:.3f} | "
+            f"{r['n_ratios']} | {r['a_seconds']:.0f}/{r['b_seconds']:.0f} | "
+            f"{100 * r['gen_idle_fraction']:.1f} % | {r['generator_bound']} |")
+    lines += ["", "Rates are received frames per second at the sink (L2, per direction). "
+              "Absolute rates move with the host's placement of the vCPUs; the ratio is the "
+              "figure to compare.", ""]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="bench/quick.sh",
@@ -184,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
               "switch_cpu": args.switch_cpu, "gen_cpu": args.gen_cpu,
               "window_s": args.window, "settle_s": args.settle, "results": results}
     (args.out / f"quick-{stamp}.json").write_text(json.dumps(record, indent=2) + "\n")
+    report = args.out / f"quick-{stamp}.md"
+    report.write_text(markdown_report(record))
+    print(f"results: {args.out / f'quick-{stamp}.json'}, report: {report}")
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
