@@ -99,19 +99,17 @@ static void stage(struct worker *w, uint16_t o, struct rte_mbuf *m, uint8_t is_c
 /*
  * A flooded packet goes to every port of SET but its input: one reference per copy, so no
  * bytes are copied. A forwarding function that must change a copy's headers (VLAN) makes its
- * own copy first (fwd.h).
+ * own copy first (fwd.h). Returns false, staging nothing, when the input is the only member.
  */
-static void stage_flood(struct worker *w, uint16_t in, struct rte_mbuf *m, uint64_t set)
+static bool stage_flood(struct worker *w, uint16_t in, struct rte_mbuf *m, uint64_t set)
 {
 	uint16_t copies, o;
 	bool first = true;
 
 	set &= ~(UINT64_C(1) << in);
 	copies = (uint16_t)__builtin_popcountll(set);
-	if (copies == 0) {
-		rte_pktmbuf_free(m);
-		return;
-	}
+	if (copies == 0)
+		return false;
 	if (copies > 1)
 		rte_mbuf_refcnt_update(m, (int16_t)(copies - 1));
 	while (set != 0) {
@@ -120,6 +118,7 @@ static void stage_flood(struct worker *w, uint16_t in, struct rte_mbuf *m, uint6
 		stage(w, o, m, first ? 0 : 1);
 		first = false;
 	}
+	return true;
 }
 
 /* Why the packets staged for an output that cannot take them are dropped, or -1 if it can. */
@@ -237,9 +236,13 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 
 		if (likely(o < SW_MAX_PORTS)) {
 			stage(w, o, pkts[i], 0);
-		} else if (o == FWD_OUT_FLOOD) {
-			stage_flood(w, in->sw_index, pkts[i], fb->flood[i]);
+		} else if (o == FWD_OUT_FLOOD && stage_flood(w, in->sw_index, pkts[i],
+							      fb->flood[i])) {
 			flooded++;
+		} else if (o == FWD_OUT_FLOOD) {
+			/* Nobody to flood to but the input port itself. */
+			drops[STATS_DROP_HAIRPIN]++;
+			w->dropped[n_dropped++] = pkts[i];
 		} else {
 			drops[fb->drop[i] < STATS_DROP_COUNT ? fb->drop[i] : STATS_DROP_MALFORMED]++;
 			w->dropped[n_dropped++] = pkts[i];

@@ -11,38 +11,26 @@ import glob
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from sluice.rpc import ConnectError, RpcClient, RpcError  # noqa: F401  (RpcError: for tests)
 
 REPO = Path(__file__).resolve().parents[2]
 SLUICED = REPO / "build" / "src" / "sluiced"
 TESTPMD = "dpdk-testpmd"
 
 
-class RpcError(Exception):
-    """An error answer from the daemon."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"{message} (code {code})")
-        self.code = code
-        self.message = message
-
-
-class Rpc:
-    """A line-delimited JSON-RPC 2.0 connection to sluiced."""
+class Rpc(RpcClient):
+    """The project's JSON-RPC client, plus raw lines for the malformed-request tests."""
 
     def __init__(self, path: Path, timeout: float = 10.0) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(str(path))
-        self.reader = self.sock.makefile("rb")
-        self.next_id = 1
+        super().__init__(str(path), timeout)
 
     def raw(self, line: bytes) -> dict[str, Any]:
         """Sends LINE (a newline is added) and returns the decoded answer."""
@@ -52,17 +40,14 @@ class Rpc:
             raise ConnectionError("daemon closed the connection")
         return json.loads(answer)
 
-    def call(self, method: str, **params: Any) -> Any:
-        req = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.next_id += 1
-        answer = self.raw(json.dumps(req).encode())
-        if "error" in answer:
-            raise RpcError(answer["error"]["code"], answer["error"]["message"])
-        return answer["result"]
 
-    def close(self) -> None:
-        self.reader.close()
-        self.sock.close()
+def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Polls PREDICATE until it holds; fails the test after TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
 
 
 def remove_hugepage_files(prefix: str) -> None:
@@ -113,7 +98,7 @@ class Daemon:
                 raise RuntimeError(f"sluiced exited ({self.proc.returncode}):\n"
                                    + self.log.read_text())
             if self.socket.exists():
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(ConnectError):
                     Rpc(self.socket).close()
                     return
             time.sleep(0.05)

@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTPMD, Daemon, assert_accounting, remove_hugepage_files, stop_process
-
-
-def wait_for(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
+from conftest import (
+    TESTPMD,
+    Daemon,
+    assert_accounting,
+    remove_hugepage_files,
+    stop_process,
+    wait_for,
+)
 
 
 def link(d: Daemon, port: str) -> str:

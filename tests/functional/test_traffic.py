@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 from scapy.all import IP, UDP, AsyncSniffer, Ether, Raw, rdpcap, sendp, wrpcap  # type: ignore
 
-from conftest import TESTPMD, Daemon, assert_accounting, remove_hugepage_files, stop_process
+from conftest import (
+    TESTPMD,
+    Daemon,
+    assert_accounting,
+    remove_hugepage_files,
+    stop_process,
+    wait_for,
+)
 
 
 def quiet_interface(name: str) -> None:
@@ -25,14 +32,6 @@ def frames(n: int, tag: bytes) -> list[Ether]:
     return [Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src="10.9.0.1",
             dst="10.9.0.2") / UDP(sport=1000 + i, dport=9) / Raw(tag + b"%05d" % i)
             for i in range(n)]
-
-
-def wait_for(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def test_tap_patch_with_scapy(daemon: Daemon) -> None:

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,25 +352,19 @@ struct gen_run {
 	double start_s, end_s;
 };
 
-static uint64_t total_rx(const struct gen_run *r)
+/* The sum over streams of the counter at byte OFFSET of struct gen_stream. */
+static uint64_t total(const struct gen_run *r, size_t offset)
 {
 	uint64_t n = 0;
 	unsigned int i;
 
 	for (i = 0; i < r->n_streams; i++)
-		n += r->streams[i].rx_packets;
+		n += *(const uint64_t *)((const char *)&r->streams[i] + offset);
 	return n;
 }
 
-static uint64_t total_tx(const struct gen_run *r)
-{
-	uint64_t n = 0;
-	unsigned int i;
-
-	for (i = 0; i < r->n_streams; i++)
-		n += r->streams[i].tx_packets;
-	return n;
-}
+#define total_rx(r) total(r, offsetof(struct gen_stream, rx_packets))
+#define total_tx(r) total(r, offsetof(struct gen_stream, tx_packets))
 
 static void print_second(const struct gen_run *r, double t, uint64_t dtx, uint64_t drx,
 			 double dt)
