@@ -403,11 +403,15 @@ void port_clear_stats(struct port *p)
 	for (w = 0; w < config.n_workers; w++)
 		stats_accumulate(&now, &p->counters[w]);
 	p->baseline = now;
+	p->baseline_missed = 0;
+	p->baseline_missed = port_rx_missed(p);
 }
 
 uint64_t port_rx_missed(const struct port *p)
 {
 	struct rte_eth_stats st;
 
-	return rte_eth_stats_get(p->ethdev, &st) == 0 ? st.imissed + st.rx_nombuf : 0;
+	if (rte_eth_stats_get(p->ethdev, &st) != 0)
+		return 0;
+	return st.imissed + st.rx_nombuf - p->baseline_missed;
 }

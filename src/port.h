@@ -43,6 +43,7 @@ struct port {
 	int worker;                   /* worker polling its receive queue; -1 if none */
 	bool lsc_callback;            /* a link-state callback is registered */
 	struct port_totals baseline;  /* subtracted from the counters: clear-stats */
+	uint64_t baseline_missed;     /* the same for the device's own miss counter */
 };
 
 /* Error classes of port_create, for the control protocol's codes. */
