@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sluice-gen's latency histogram: bucket bounds, precision, percentiles. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "hist.h"
+
+static void buckets_are_contiguous_and_within_one_percent(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	for (v = 0; v < 1000000000ULL; v = v < 1000 ? v + 1 : v + v / 997) {
+		unsigned int i = hist_index(v);
+
+		assert_true(i < HIST_BUCKETS);
+		assert_true(hist_bucket_low(i) <= v);
+		assert_true(v < hist_bucket_low(i + 1));
+		if (v >= 100)
+			assert_true((double)(hist_bucket_low(i + 1) - hist_bucket_low(i)) <=
+				    0.01 * (double)v);
+	}
+}
+
+static void percentiles_of_a_uniform_spread(void **state)
+{
+	static struct hist h;
+	uint64_t v;
+
+	(void)state;
+	hist_init(&h);
+	for (v = 1; v <= 100000; v++)
+		hist_record(&h, v * 10);           /* 10 ns .. 1 ms */
+	assert_int_equal(h.count, 100000);
+	assert_int_equal(h.min, 10);
+	assert_int_equal(h.max, 1000000);
+	assert_true(llabs((long long)hist_percentile(&h, 0.5) - 500000) < 5000);
+	assert_true(llabs((long long)hist_percentile(&h, 0.99) - 990000) < 9900);
+	assert_true(hist_percentile(&h, 0.0) >= h.min);
+	assert_true(hist_percentile(&h, 1.0) <= h.max);
+	assert_true(hist_mean(&h) > 500000 && hist_mean(&h) < 500010);
+	assert_true(hist_stdev(&h) > 288000 && hist_stdev(&h) < 289000);
+}
+
+static void empty_and_overflow(void **state)
+{
+	static struct hist h;
+
+	(void)state;
+	hist_init(&h);
+	assert_int_equal(hist_percentile(&h, 0.5), 0);
+	hist_record(&h, UINT64_C(1) << 40);
+	assert_int_equal(h.overflow, 1);
+	assert_int_equal(hist_percentile(&h, 0.5), UINT64_C(1) << 40);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(buckets_are_contiguous_and_within_one_percent),
+		cmocka_unit_test(percentiles_of_a_uniform_spread),
+		cmocka_unit_test(empty_and_overflow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "hist.h"
+
+#include <math.h>
+#include <string.h>
+
+void hist_init(struct hist *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->min = UINT64_MAX;
+}
+
+unsigned int hist_index(uint64_t v)
+{
+	unsigned int msb, shift;
+
+	if (v < 256)
+		return (unsigned int)v;
+	msb = 63u - (unsigned int)__builtin_clzll(v);
+	shift = msb - HIST_SUB_BITS;                      /* >= 1 */
+	return 256u + (shift - 1u) * 128u + (unsigned int)((v >> shift) - 128u);
+}
+
+uint64_t hist_bucket_low(unsigned int index)
+{
+	unsigned int shift;
+
+	if (index < 256)
+		return index;
+	shift = (index - 256u) / 128u + 1u;
+	return (uint64_t)((index - 256u) % 128u + 128u) << shift;
+}
+
+static uint64_t bucket_width(unsigned int index)
+{
+	return index < 256 ? 1 : UINT64_C(1) << ((index - 256u) / 128u + 1u);
+}
+
+void hist_record(struct hist *h, uint64_t v)
+{
+	unsigned int i = hist_index(v);
+
+	if (i >= HIST_BUCKETS) {
+		h->overflow++;
+		i = HIST_BUCKETS - 1;
+	}
+	h->buckets[i]++;
+	h->count++;
+	h->sum += (double)v;
+	h->sum_sq += (double)v * (double)v;
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+}
+
+uint64_t hist_percentile(const struct hist *h, double fraction)
+{
+	uint64_t want, seen = 0, mid;
+	unsigned int i;
+
+	if (h->count == 0)
+		return 0;
+	want = (uint64_t)ceil(fraction * (double)h->count);
+	if (want == 0)
+		want = 1;
+	for (i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->buckets[i];
+		if (seen >= want) {
+			mid = hist_bucket_low(i) + bucket_width(i) / 2;
+			/* A midpoint may lie outside what was seen; the extremes are exact. */
+			return mid < h->min ? h->min : mid > h->max ? h->max : mid;
+		}
+	}
+	return h->max;
+}
+
+double hist_mean(const struct hist *h)
+{
+	return h->count ? h->sum / (double)h->count : 0.0;
+}
+
+double hist_stdev(const struct hist *h)
+{
+	double m = hist_mean(h), var;
+
+	if (h->count < 2)
+		return 0.0;
+	var = h->sum_sq / (double)h->count - m * m;
+	return var > 0 ? sqrt(var) : 0.0;
+}
+
+void hist_write_csv(const struct hist *h, FILE *f)
+{
+	unsigned int i;
+
+	fprintf(f, "low_ns,high_ns,count\n");
+	for (i = 0; i < HIST_BUCKETS; i++)
+		if (h->buckets[i] != 0)
+			fprintf(f, "%llu,%llu,%llu\n", (unsigned long long)hist_bucket_low(i),
+				(unsigned long long)(hist_bucket_low(i) + bucket_width(i) - 1),
+				(unsigned long long)h->buckets[i]);
+}
