@@ -7,9 +7,12 @@ import json
 import os
 import signal
 import subprocess
+from collections import Counter
 from pathlib import Path
 
-from conftest import REPO, Daemon
+from scapy.all import IP, UDP, Ether, rdpcap, wrpcap  # type: ignore
+
+from conftest import REPO, Daemon, wait_for
 
 GEN = REPO / "build" / "tools" / "gen" / "sluice-gen"
 
@@ -80,5 +83,124 @@ def test_help_and_bad_options() -> None:
     r = subprocess.run([str(GEN), "--port", "bogus:x=1", "--port", "null"], capture_output=True,
                        text=True)
     assert r.returncode != 0 and "unknown port kind 'bogus'" in r.stderr
-    r = subprocess.run([str(GEN), "--rate", "fast"], capture_output=True, text=True)
+    r = subprocess.run([str(GEN), "--port", "null", "--rate", "fast"], capture_output=True,
+                       text=True)
     assert r.returncode == 2 and "--rate" in r.stderr
+
+
+def memif_pair(workdir: Path) -> list[str]:
+    sock = workdir / "m.sock"
+    return ["--port", f"memif:role=server,socket={sock}", "--port",
+            f"memif:role=client,socket={sock}"]
+
+
+def test_memif_pair_exact_counts_rate_and_latency(workdir: Path) -> None:
+    res = run_gen(workdir, [*memif_pair(workdir), "--rate", "1Mpps", "--duration", "3",
+                            "--hist-out", str(workdir / "hist.csv")])
+    assert res["tx_packets"] > 2_900_000
+    assert res["rx_packets"] == res["tx_packets"]
+    assert res["lost"] == res["duplicated"] == res["reordered"] == 0
+    assert abs(res["offered_pps"] - 1e6) / 1e6 < 0.01, res["offered_pps"]
+    lat = res["latency_ns"]
+    assert lat["count"] == res["rx_packets"]
+    assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] \
+        <= lat["p9999"] <= lat["max"]
+    assert lat["min"] <= lat["mean"] <= lat["max"]
+    rows = (workdir / "hist.csv").read_text().splitlines()
+    assert rows[0] == "low_ns,high_ns,count"
+    assert sum(int(r.split(",")[2]) for r in rows[1:]) == lat["count"]
+
+
+def test_warmup_and_cooldown_excluded(workdir: Path) -> None:
+    res = run_gen(workdir, [*memif_pair(workdir), "--rate", "100k", "--duration", "3",
+                            "--warmup", "1", "--cooldown", "1"])
+    assert res["duration_s"] == 1.0
+    assert 95_000 < res["tx_packets"] < 105_000          # one counted second of 100 kpps
+    assert res["rx_packets"] == res["tx_packets"]
+
+
+def frame_sizes(path: Path) -> list[int]:
+    return [len(p) + 4 for p in rdpcap(str(path))]       # + FCS, as sluice-gen counts
+
+
+def test_sizes_imix_list_and_range_on_the_wire(workdir: Path) -> None:
+    cases = {"imix": None, "64,512,1518": None, "100-200": None, "1500": None}
+    for size in cases:
+        pcap = workdir / f"s{len(list(workdir.iterdir()))}.pcap"
+        run_gen(workdir, ["--role", "tx", "--port", f"pcap:tx={pcap}", "--size", size,
+                          "--rate", "6k", "--duration", "0.5"])
+        cases[size] = frame_sizes(pcap)
+    imix = cases["imix"]
+    assert len(imix) >= 12 * 10
+    counts = Counter(imix[: len(imix) // 12 * 12])
+    assert counts[64] * 4 == counts[570] * 7 and counts[570] == counts[1518] * 4
+    assert set(imix) == {64, 570, 1518}
+    assert cases["64,512,1518"][:6] == [64, 512, 1518, 64, 512, 1518]
+    rng = cases["100-200"]
+    assert min(rng) >= 100 and max(rng) <= 200 and len(set(rng)) > 50
+    assert set(cases["1500"]) == {1500}
+    frame = rdpcap(str(workdir / "s0.pcap"))[0]
+    assert frame[IP].dst == "10.128.0.1" and frame[UDP].dport == 1024
+
+
+def test_flows_vary_addresses(workdir: Path) -> None:
+    pcap = workdir / "flows.pcap"
+    run_gen(workdir, ["--role", "tx", "--port", f"pcap:tx={pcap}", "--flows", "100",
+                      "--vary", "mac,ip,port", "--rate", "4k", "--duration", "0.5"])
+    frames = rdpcap(str(pcap))
+    assert len({f[Ether].src for f in frames}) == 100
+    assert len({f[IP].src for f in frames}) == 100
+    assert len({f[UDP].sport for f in frames}) == 100
+    assert all(f[IP].chksum == IP(bytes(f[IP])).chksum for f in frames[:20])
+
+
+def replay(workdir: Path, frames: list, name: str) -> dict:
+    path = workdir / name
+    wrpcap(str(path), frames)
+    return run_gen(workdir, ["--role", "rx", "--port", f"pcap:rx={path}", "--duration", "1"])
+
+
+def test_loss_duplicates_and_reordering_from_replayed_captures(workdir: Path) -> None:
+    pcap = workdir / "clean.pcap"
+    run_gen(workdir, ["--role", "tx", "--port", f"pcap:tx={pcap}", "--rate", "8k",
+                      "--duration", "0.5"])
+    frames = list(rdpcap(str(pcap)))
+    assert len(frames) > 1000
+    clean = replay(workdir, frames, "a.pcap")
+    assert (clean["rx_packets"], clean["lost"], clean["reordered"]) == (len(frames), 0, 0)
+
+    holes = [f for i, f in enumerate(frames) if i not in (10, 11, 12, 500, 900)]
+    res = replay(workdir, holes, "b.pcap")
+    assert (res["lost"], res["duplicated"], res["reordered"]) == (5, 0, 0)
+
+    swapped = frames[:]
+    swapped[20], swapped[21] = swapped[21], swapped[20]
+    swapped[600], swapped[603] = swapped[603], swapped[600]
+    res = replay(workdir, swapped, "c.pcap")
+    # A frame is reordered when it comes after a higher number: 21,20 gives one (20);
+    # 599,603,601,602,600 gives three (601, 602, 600).
+    assert (res["lost"], res["duplicated"], res["reordered"]) == (0, 0, 4)
+
+    doubled = frames[:50] + [frames[30]] + frames[50:]
+    res = replay(workdir, doubled, "d.pcap")
+    assert (res["lost"], res["duplicated"], res["reordered"]) == (0, 1, 0)
+
+
+def test_reflect_round_trip(workdir: Path) -> None:
+    """One process reflects on a memif server; another sends and receives on the client."""
+    sock = workdir / "r.sock"
+    reflector = subprocess.Popen([str(GEN), "--cpu", "1", "--role", "reflect", "--port",
+                                  f"memif:role=server,socket={sock}", "--duration", "6",
+                                  "--out", str(workdir / "refl.json")],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        wait_for(sock.exists)         # a memif client needs the server's socket
+        res = run_gen(workdir, ["--port", f"memif:role=client,socket={sock}", "--rate", "100k",
+                                "--duration", "2", "--warmup", "0.5"])
+    finally:
+        reflector.wait(30)
+    assert res["tx_packets"] > 100_000
+    assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0
+    assert res["latency_ns"]["min"] > 0
+    refl = json.loads((workdir / "refl.json").read_text())
+    assert refl["reflect"]["sent"] >= res["rx_packets"]

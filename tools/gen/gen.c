@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sluice-gen: traffic generator and sink on DPDK, one single-threaded loop.
+ * sluice-gen: traffic generator and sink on DPDK, in one single-threaded loop.
  *
- * This first version does what the switch comparisons need: tx/rx pairs of ports served by
- * one loop (so a generator and its sink never fight over a CPU, see PLATFORM.md), fixed frame
- * sizes, a rate or "max", sequence numbers for loss and reordering, a per-second line, a JSON
- * summary, and --alternate: two tx->rx pairs, each through its own switch, sending into one
- * switch at a time while the other is SIGSTOPped, so two switches are compared in the same
- * host state. Latency histograms, flows, IMIX and the reflect role are still to come
- * (docs/gen.md says what exists).
+ * Every role runs in the same poll loop on one lcore: generating, sinking and reflecting
+ * share a CPU without fighting over it, as two busy-polling processes would (PLATFORM.md).
+ * Frames carry a stream number, a sequence number and the TSC when sent (traffic.h); the
+ * sink counts loss, duplicates and reordering per stream from the sequence numbers and
+ * records one-way latency in a log-linear histogram (hist.h). docs/gen.md is the manual.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rte_byteorder.h>
+#include <jansson.h>
 #include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
@@ -33,50 +30,79 @@
 #include <rte_udp.h>
 #include <rte_version.h>
 
+#include "hist.h"
 #include "portspec.h"
 #include "sluice_version.h"
+#include "traffic.h"
 
-#define GEN_MAX_PORTS 4
+#define GEN_MAX_PORTS 8
+#define GEN_MAX_STREAMS 8
+#define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
 #define GEN_BURST 32
 #define GEN_RING 1024
 #define GEN_MAX_WINDOWS 4096
-#define GEN_MAGIC 0x736c6963u   /* "slic": marks our payload */
-#define HDR_LEN (sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + \
-		 sizeof(struct rte_udp_hdr))
+#define SEEN_BITS 4096              /* how far back duplicates are recognised */
+#define L1_OVERHEAD 20              /* preamble, start delimiter and inter-frame gap */
 
-/* What each frame carries after its UDP header. */
-struct gen_payload {
-	uint32_t magic;
-	uint32_t stream;
-	uint64_t seq;
-	uint64_t tsc;
-} __rte_packed;
+enum role { ROLE_TXRX, ROLE_TX, ROLE_RX, ROLE_REFLECT };
+static const char *const role_names[] = { "txrx", "tx", "rx", "reflect" };
 
-struct gen_stream {          /* one tx port -> rx port pair */
-	uint16_t tx, rx;         /* ethdev ids */
-	uint64_t next_seq;       /* next sequence number to send */
-	uint64_t expect_seq;     /* next sequence number the sink expects */
-	uint64_t tx_packets, not_accepted, rx_packets, rx_bytes, lost, reordered;
-};
-
-struct gen_window {
-	unsigned int index, pair;
-	double start_s, counted_s;
-	uint64_t tx_packets, rx_packets, late_packets;
-};
-
-struct gen_opts {
+struct opts {
 	const char *specs[GEN_MAX_PORTS];
 	unsigned int n_ports;
-	const char *role;
-	unsigned int size;       /* frame size including the 4-byte FCS */
-	double rate_pps;         /* 0: as fast as the ports take */
-	double duration;
+	enum role role;
+	const char *size_arg, *rate_arg, *vary_arg;
+	struct traffic traffic;
+	double rate_pps;             /* per sending stream; 0: as fast as the port takes */
+	double duration, warmup, cooldown;
+	bool bidir, json;
 	int cpu;
-	bool json;
-	const char *out;
+	const char *out, *hist_out;
 	pid_t alternate[2];
 	double window, settle;
+};
+
+struct sender {                  /* one generated stream: a port to send on */
+	uint8_t id;
+	uint16_t tx;
+	uint64_t next_seq, next_tsc;
+	uint64_t tx_packets, tx_measured, tx_bytes_measured, not_accepted;
+};
+
+struct sink {                    /* what arrived of one stream id */
+	uint64_t expect;             /* next sequence number expected */
+	uint64_t rx_packets, rx_measured, rx_bytes_measured;
+	uint64_t gap_lost, duplicated, reordered;
+	uint64_t seen[SEEN_BITS / 64];
+	bool active;
+};
+
+struct window {
+	unsigned int index, pair;
+	double start_s, counted_s;
+	uint64_t tx_packets, rx_packets;
+};
+
+struct gen {
+	struct opts o;
+	uint16_t ports[GEN_MAX_PORTS];
+	struct sender senders[GEN_MAX_STREAMS];
+	unsigned int n_senders;
+	uint16_t sink_ports[GEN_MAX_PORTS];
+	unsigned int n_sink_ports;
+	struct sink sinks[GEN_MAX_SINKS];
+	struct hist latency;
+	uint64_t reflected, reflect_dropped, foreign;
+	uint64_t passes, idle_passes;
+	uint64_t hz, t_measure_start, t_measure_end;   /* TSC */
+	double start_s, end_s;
+	struct window windows[GEN_MAX_WINDOWS];
+	unsigned int n_windows;
+	struct rte_mempool *pool;
+	double ns_per_tsc;
+	bool fixed_headers;          /* one size, one flow: copy the template below */
+	uint16_t fixed_size;
+	uint8_t headers[TRAFFIC_HDR_LEN];
 };
 
 static volatile sig_atomic_t quit;
@@ -91,11 +117,10 @@ static void on_signal(int sig)
 /* Never leave a switch stopped: at exit, on error and on a signal. */
 static void continue_switches(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < 2; i++)
-		if (stopped_pids[i] > 0)
-			kill(stopped_pids[i], SIGCONT);
+	if (stopped_pids[0] > 0)
+		kill(stopped_pids[0], SIGCONT);
+	if (stopped_pids[1] > 0)
+		kill(stopped_pids[1], SIGCONT);
 }
 
 static double now_s(void)
@@ -106,33 +131,62 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* ---- options ---- */
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: sluice-gen --port SPEC [--port SPEC ...] [options] [-- EAL options]\n"
 "\n"
-"Traffic generator and sink on DPDK, one single-threaded loop (docs/gen.md).\n"
-"  --port SPEC        a port, as in sluiced (docs/ports.md); ports pair up in order:\n"
-"                     port 0 sends to port 1, port 2 to port 3\n"
-"  --role txrx        generate on the first port of each pair, sink on the second\n"
-"  --size N           frame size in bytes including the 4-byte FCS, 64..1518 (64)\n"
-"  --rate R           max, or packets per second: 500000, 500k, 1.5M (max)\n"
-"  --duration S       seconds to run (10)\n"
-
+"Traffic generator and sink on DPDK, all roles in one poll loop on one CPU (docs/gen.md).\n"
+"  --port SPEC        a port, as in sluiced (docs/ports.md), up to 8\n"
+"  --role ROLE        txrx (default): port 0 sends to port 1, 2 to 3, ...; one port: sends\n"
+"                     and receives on it (round trip through a reflector)\n"
+"                     tx: every port sends; rx: every port receives;\n"
+"                     reflect: every port sends back what it receives, MACs/IPs/ports swapped\n"
+"  --bidir            txrx both ways (1 to 0 as well)\n"
+"  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518, or\n"
+"                     imix (64:570:1518 at 7:4:1); default 64\n"
+"  --rate R           per sending port: max (default), 1Mpps, 500kpps, 250000, 1.5M,\n"
+"                     2Gbps (L1: frame + 20 B of preamble and gap), 2Gbps-l2 (frame only)\n"
+"  --flows N          distinct flows, 1..1000000 (1)\n"
+"  --vary FIELDS      what differs between flows: mac,ip,port (ip,port)\n"
+"  --duration S       seconds of sending (10)\n"
+"  --warmup S         first seconds not counted (0)\n"
+"  --cooldown S       last seconds not counted (0)\n"
+"  --latency          record latency (always on; kept for scripts)\n"
 "  --cpu N            CPU of the loop (default: the first allowed)\n"
 "  --json             per-second lines as JSON\n"
-"  --out FILE         final summary as JSON\n"
-"  --alternate A,B    two pairs, through switches with PIDs A and B: send into one at a\n"
-"                     time, SIGSTOP the other (PLATFORM.md); per-window records\n"
+"  --out FILE         final summary as JSON (also printed at the end)\n"
+"  --hist-out FILE    the latency histogram as CSV (low_ns,high_ns,count)\n"
+"  --alternate A,B    two txrx pairs through switches with PIDs A and B: send into one at a\n"
+"                     time while the other is SIGSTOPped; per-window records\n"
 "  --window S         window length with --alternate (1.0)\n"
 "  --settle S         uncounted start of each window (0.3)\n"
 "  -h, --help\n");
 }
 
-static int parse_rate(const char *s, double *pps)
+static int bad(const char *opt, const char *why)
+{
+	fprintf(stderr, "sluice-gen: --%s: %s\n", opt, why);
+	return -1;
+}
+
+static int parse_double(const char *opt, const char *v, double min, double *out)
 {
 	char *end;
-	double v;
+
+	*out = strtod(v, &end);
+	if (end == v || *end != '\0' || *out < min)
+		return bad(opt, "not a number in range");
+	return 0;
+}
+
+/* Packets per second from R, using the mean frame size for bit rates. */
+static int parse_rate(const char *s, const struct traffic *t, double *pps)
+{
+	double v, mean = traffic_mean_size(t);
+	char *end;
 
 	if (strcmp(s, "max") == 0) {
 		*pps = 0;
@@ -140,86 +194,124 @@ static int parse_rate(const char *s, double *pps)
 	}
 	v = strtod(s, &end);
 	if (end == s || v <= 0)
-		return -1;
-	if (*end == 'k')
-		v *= 1e3, end++;
-	else if (*end == 'M')
-		v *= 1e6, end++;
-	if (strcmp(end, "") != 0 && strcmp(end, "pps") != 0)
-		return -1;
-	*pps = v;
+		return bad("rate", "give max, or a positive rate like 1Mpps or 2Gbps");
+	if (*end == 'k' || *end == 'M' || *end == 'G') {
+		v *= *end == 'k' ? 1e3 : *end == 'M' ? 1e6 : 1e9;
+		end++;
+	}
+	if (strcmp(end, "") == 0 || strcmp(end, "pps") == 0)
+		*pps = v;
+	else if (strcmp(end, "bps") == 0)
+		*pps = v / (8.0 * (mean + L1_OVERHEAD));
+	else if (strcmp(end, "bps-l2") == 0)
+		*pps = v / (8.0 * mean);
+	else
+		return bad("rate", "unknown unit (pps, kpps, Mpps, bps, Mbps, Gbps, Gbps-l2)");
 	return 0;
 }
 
-static int parse_pids(const char *s, pid_t pids[2])
+static int parse_role(const char *s, enum role *r)
 {
-	long a, b;
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(role_names); i++)
+		if (strcmp(s, role_names[i]) == 0) {
+			*r = (enum role)i;
+			return 0;
+		}
+	return bad("role", "txrx, tx, rx or reflect");
+}
+
+static int check_options(struct opts *o)
+{
+	char err[200];
+
+	if (o->n_ports == 0)
+		return bad("port", "give at least one port");
+	if (traffic_parse_sizes(o->size_arg, &o->traffic, err, sizeof(err)) != 0 ||
+	    traffic_parse_vary(o->vary_arg, &o->traffic, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sluice-gen: %s\n", err);
+		return -1;
+	}
+	if (parse_rate(o->rate_arg, &o->traffic, &o->rate_pps) != 0)
+		return -1;
+	if (o->role == ROLE_TXRX && o->n_ports > 1 && o->n_ports % 2 != 0)
+		return bad("port", "txrx takes ports in pairs (or a single port)");
+	if (o->warmup + o->cooldown >= o->duration)
+		return bad("duration", "must be longer than --warmup plus --cooldown");
+	if (o->alternate[0] && (o->role != ROLE_TXRX || o->n_ports != 4 || o->bidir))
+		return bad("alternate", "needs --role txrx with exactly two pairs, not --bidir");
+	if (o->settle >= o->window)
+		return bad("settle", "must be shorter than --window");
+	return 0;
+}
+
+static int parse_one(struct opts *o, int c, const char *v)
+{
+	long flows;
 	char tail;
 
-	if (sscanf(s, "%ld,%ld%c", &a, &b, &tail) != 2 || a <= 1 || b <= 1)
-		return -1;
-	pids[0] = (pid_t)a;
-	pids[1] = (pid_t)b;
-	return 0;
+	switch (c) {
+	case 'p':
+		if (o->n_ports == GEN_MAX_PORTS)
+			return bad("port", "at most 8 ports");
+		o->specs[o->n_ports++] = v;
+		return 0;
+	case 'r': return parse_role(v, &o->role);
+	case 's': o->size_arg = v; return 0;
+	case 'R': o->rate_arg = v; return 0;
+	case 'f':
+		flows = strtol(v, NULL, 10);
+		if (flows < 1 || flows > 1000000)
+			return bad("flows", "1 to 1000000");
+		o->traffic.flows = (uint32_t)flows;
+		return 0;
+	case 'V': o->vary_arg = v; return 0;
+	case 'd': return parse_double("duration", v, 0.001, &o->duration);
+	case 'w': return parse_double("warmup", v, 0, &o->warmup);
+	case 'C': return parse_double("cooldown", v, 0, &o->cooldown);
+	case 'b': o->bidir = true; return 0;
+	case 'L': return 0;
+	case 'c': o->cpu = atoi(v); return 0;
+	case 'j': o->json = true; return 0;
+	case 'o': o->out = v; return 0;
+	case 'H': o->hist_out = v; return 0;
+	case 'a':
+		if (sscanf(v, "%d,%d%c", &o->alternate[0], &o->alternate[1], &tail) != 2 ||
+		    o->alternate[0] <= 1 || o->alternate[1] <= 1)
+			return bad("alternate", "two process ids: A,B");
+		return 0;
+	case 'W': return parse_double("window", v, 0.01, &o->window);
+	case 'S': return parse_double("settle", v, 0, &o->settle);
+	case 'h': usage(stdout); exit(0);
+	default: usage(stderr); return -1;
+	}
 }
 
-static int bad(const char *opt, const char *v)
-{
-	fprintf(stderr, "sluice-gen: bad value for --%s: '%s'\n", opt, v);
-	return -1;
-}
-
-static int parse_options(int argc, char **argv, struct gen_opts *o)
+static int parse_options(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
 		{ "port", 1, NULL, 'p' }, { "role", 1, NULL, 'r' }, { "size", 1, NULL, 's' },
-		{ "rate", 1, NULL, 'R' }, { "duration", 1, NULL, 'd' }, 
-		{ "cpu", 1, NULL, 'c' }, { "json", 0, NULL, 'j' }, { "out", 1, NULL, 'o' },
+		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
+		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
+		{ "cooldown", 1, NULL, 'C' }, { "bidir", 0, NULL, 'b' },
+		{ "latency", 0, NULL, 'L' }, { "cpu", 1, NULL, 'c' }, { "json", 0, NULL, 'j' },
+		{ "out", 1, NULL, 'o' }, { "hist-out", 1, NULL, 'H' },
 		{ "alternate", 1, NULL, 'a' }, { "window", 1, NULL, 'W' },
 		{ "settle", 1, NULL, 'S' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (o->n_ports == GEN_MAX_PORTS)
-				return bad("port", "at most 4 ports");
-			o->specs[o->n_ports++] = optarg;
-			break;
-		case 'r': o->role = optarg; break;
-		case 's':
-			o->size = (unsigned int)atoi(optarg);
-			if (o->size < 64 || o->size > 1518)
-				return bad("size", optarg);
-			break;
-		case 'R': if (parse_rate(optarg, &o->rate_pps)) return bad("rate", optarg); break;
-		case 'd': o->duration = atof(optarg); if (o->duration <= 0) return bad("duration", optarg); break;
-		case 'c': o->cpu = atoi(optarg); break;
-		case 'j': o->json = true; break;
-		case 'o': o->out = optarg; break;
-		case 'a': if (parse_pids(optarg, o->alternate)) return bad("alternate", optarg); break;
-		case 'W': o->window = atof(optarg); if (o->window <= 0) return bad("window", optarg); break;
-		case 'S': o->settle = atof(optarg); break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
-		}
-	}
-	if (strcmp(o->role, "txrx") != 0)
-		return bad("role", o->role);
-	if (o->n_ports < 2 || o->n_ports % 2 != 0)
-		return bad("port", "give ports in tx,rx pairs");
-	if (o->alternate[0] && o->n_ports != 4)
-		return bad("alternate", "needs exactly two pairs (four ports)");
-	if (o->settle >= o->window)
-		return bad("settle", "must be shorter than --window");
-	return optind;
+	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1)
+		if (parse_one(o, c, optarg) != 0)
+			return -1;
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
+		return bad("", "unexpected argument (EAL options go after --)");
+	return check_options(o) == 0 ? optind : -1;
 }
 
 /* ---- ports ---- */
 
-static struct rte_mempool *pool;
-
-static int open_port(const char *spec, unsigned int index, uint16_t *ethdev)
+static int open_port(struct gen *g, const char *spec, unsigned int index, uint16_t *ethdev)
 {
 	char err[PORTSPEC_ERR_LEN], unique[16], probe[PORTSPEC_DEVNAME_LEN + PORTSPEC_ARGS_LEN];
 	struct rte_eth_conf conf = { 0 };
@@ -238,7 +330,7 @@ static int open_port(const char *spec, unsigned int index, uint16_t *ethdev)
 	}
 	rc = rte_eth_dev_configure(*ethdev, 1, 1, &conf);
 	if (rc == 0)
-		rc = rte_eth_rx_queue_setup(*ethdev, 0, GEN_RING, rte_socket_id(), NULL, pool);
+		rc = rte_eth_rx_queue_setup(*ethdev, 0, GEN_RING, rte_socket_id(), NULL, g->pool);
 	if (rc == 0)
 		rc = rte_eth_tx_queue_setup(*ethdev, 0, GEN_RING, rte_socket_id(), NULL);
 	if (rc == 0)
@@ -251,272 +343,545 @@ static int open_port(const char *spec, unsigned int index, uint16_t *ethdev)
 	return 0;
 }
 
-/* ---- frames ---- */
-
-static uint8_t template_hdr[HDR_LEN];
-
-static void build_template(unsigned int frame_len)
+static void add_sender(struct gen *g, uint16_t tx)
 {
-	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)template_hdr;
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-	static const struct rte_ether_addr src = {{ 0x02, 0, 0, 0, 0, 0x01 }};
-	static const struct rte_ether_addr dst = {{ 0x02, 0, 0, 0, 0, 0x02 }};
+	struct sender *s = &g->senders[g->n_senders];
 
-	rte_ether_addr_copy(&src, &eth->src_addr);
-	rte_ether_addr_copy(&dst, &eth->dst_addr);
-	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-	ip->version_ihl = RTE_IPV4_VHL_DEF;
-	ip->time_to_live = 64;
-	ip->next_proto_id = IPPROTO_UDP;
-	ip->total_length = rte_cpu_to_be_16((uint16_t)(frame_len - sizeof(*eth)));
-	ip->src_addr = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 1));
-	ip->dst_addr = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 2));
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	udp->src_port = rte_cpu_to_be_16(1024);
-	udp->dst_port = rte_cpu_to_be_16(1024);
-	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(frame_len - sizeof(*eth) - sizeof(*ip)));
+	s->id = (uint8_t)g->n_senders++;
+	s->tx = tx;
 }
 
-/* Sends up to N frames on S; returns how many the port took. */
-static uint16_t send_burst(struct gen_stream *s, unsigned int stream, unsigned int frame_len,
-			   uint16_t n)
+static void add_sink_port(struct gen *g, uint16_t rx)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->n_sink_ports; i++)
+		if (g->sink_ports[i] == rx)
+			return;
+	g->sink_ports[g->n_sink_ports++] = rx;
+}
+
+/* Streams and sink ports from the role: who sends where, who listens. */
+static void plan_streams(struct gen *g)
+{
+	const struct opts *o = &g->o;
+	unsigned int i;
+
+	switch (o->role) {
+	case ROLE_TXRX:
+		if (o->n_ports == 1) {
+			add_sender(g, g->ports[0]);
+			add_sink_port(g, g->ports[0]);
+			break;
+		}
+		for (i = 0; i < o->n_ports; i += 2) {
+			add_sender(g, g->ports[i]);
+			add_sink_port(g, g->ports[i + 1]);
+		}
+		for (i = 0; o->bidir && i < o->n_ports; i += 2) {
+			add_sender(g, g->ports[i + 1]);
+			add_sink_port(g, g->ports[i]);
+		}
+		break;
+	case ROLE_TX:
+		for (i = 0; i < o->n_ports; i++)
+			add_sender(g, g->ports[i]);
+		break;
+	case ROLE_RX:
+	case ROLE_REFLECT:
+		for (i = 0; i < o->n_ports; i++)
+			add_sink_port(g, g->ports[i]);
+		break;
+	}
+}
+
+/* ---- sending ---- */
+
+static bool in_measurement(const struct gen *g, uint64_t tsc)
+{
+	return tsc >= g->t_measure_start && tsc < g->t_measure_end;
+}
+
+static void fill_frame(const struct gen *g, struct sender *s, struct rte_mbuf *m, uint64_t seq,
+		       uint64_t tsc, uint8_t flags, uint64_t *bytes)
+{
+	const struct traffic *t = &g->o.traffic;
+	uint16_t size = g->fixed_headers ? g->fixed_size : traffic_size(t, seq);
+	uint16_t len = (uint16_t)(size - RTE_ETHER_CRC_LEN);
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	struct traffic_payload *pl = (struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
+
+	if (g->fixed_headers)
+		rte_memcpy(d, g->headers, TRAFFIC_HDR_LEN);
+	else
+		traffic_write_headers(t, d, len, t->flows > 1 ? (uint32_t)(seq % t->flows) : 0);
+	pl->magic = TRAFFIC_MAGIC;
+	pl->stream = s->id;
+	pl->flags = flags;
+	pl->seq = (uint32_t)seq;
+	pl->tsc = tsc;
+	m->data_len = len;
+	m->pkt_len = len;
+	*bytes += size;
+}
+
+/* Sends one burst on S, paced to --rate; frames the port refuses are freed and counted. */
+static uint16_t send_burst(struct gen *g, struct sender *s, uint64_t tsc)
 {
 	struct rte_mbuf *m[GEN_BURST];
-	uint64_t tsc = rte_rdtsc();
+	uint8_t flags = in_measurement(g, tsc) ? TRAFFIC_MEASURED : 0;
+	uint64_t bytes[GEN_BURST], total = 0;
 	uint16_t i, sent;
 
-	if (rte_pktmbuf_alloc_bulk(pool, m, n) != 0)
-		return 0;
-	for (i = 0; i < n; i++) {
-		uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
-		struct gen_payload *pl = (struct gen_payload *)(d + HDR_LEN);
-
-		rte_memcpy(d, template_hdr, HDR_LEN);
-		pl->magic = GEN_MAGIC;
-		pl->stream = stream;
-		pl->seq = s->next_seq + i;
-		pl->tsc = tsc;
-		m[i]->data_len = (uint16_t)frame_len;
-		m[i]->pkt_len = frame_len;
+	if (g->o.rate_pps > 0) {
+		if (tsc < s->next_tsc)
+			return 0;
+		s->next_tsc += (uint64_t)((double)g->hz * GEN_BURST / g->o.rate_pps);
+		if (s->next_tsc + g->hz / 100 < tsc)
+			s->next_tsc = tsc;     /* fell behind by 10 ms: don't burst to catch up */
 	}
-	sent = rte_eth_tx_burst(s->tx, 0, m, n);
-	if (sent < n)
-		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+	if (rte_pktmbuf_alloc_bulk(g->pool, m, GEN_BURST) != 0)
+		return 0;
+	for (i = 0; i < GEN_BURST; i++) {
+		bytes[i] = 0;
+		fill_frame(g, s, m[i], s->next_seq + i, tsc, flags, &bytes[i]);
+	}
+	sent = rte_eth_tx_burst(s->tx, 0, m, GEN_BURST);
+	if (sent < GEN_BURST)
+		rte_pktmbuf_free_bulk(&m[sent], GEN_BURST - sent);
 	/* Closed loop: what the port refused is not sent again, and not numbered. */
+	for (i = 0; i < sent; i++)
+		total += bytes[i];
 	s->next_seq += sent;
 	s->tx_packets += sent;
-	s->not_accepted += (uint64_t)(n - sent);
+	s->not_accepted += GEN_BURST - sent;
+	if (flags) {
+		s->tx_measured += sent;
+		s->tx_bytes_measured += total;
+	}
 	return sent;
 }
 
-/* Receives on S's sink port and checks sequence numbers; returns the frames received. */
-static uint16_t sink_burst(struct gen_stream *s)
+/* ---- receiving ---- */
+
+static bool seen_test_and_set(struct sink *k, uint64_t seq)
+{
+	uint64_t *w = &k->seen[(seq / 64) % (SEEN_BITS / 64)], bit = UINT64_C(1) << (seq % 64);
+	bool was = (*w & bit) != 0;
+
+	*w |= bit;
+	return was;
+}
+
+static void seen_clear(struct sink *k, uint64_t seq)
+{
+	k->seen[(seq / 64) % (SEEN_BITS / 64)] &= ~(UINT64_C(1) << (seq % 64));
+}
+
+/* Sequence bookkeeping for one frame: loss by gaps, duplicates, reordering. */
+static void track_sequence(struct sink *k, uint32_t seq32)
+{
+	uint64_t seq = k->expect + (uint64_t)(int64_t)(int32_t)(seq32 - (uint32_t)k->expect), s;
+
+	if (!k->active) {
+		k->active = true;
+		seq = seq32;
+		k->expect = seq;
+	}
+	if (seq >= k->expect) {
+		for (s = k->expect; s < seq && s < k->expect + SEEN_BITS; s++)
+			seen_clear(k, s);
+		k->gap_lost += seq - k->expect;
+		seen_clear(k, seq);
+		seen_test_and_set(k, seq);
+		k->expect = seq + 1;
+	} else if (k->expect - seq > SEEN_BITS) {
+		k->reordered++;                   /* too old to tell a duplicate */
+	} else if (seen_test_and_set(k, seq)) {
+		k->duplicated++;
+	} else {
+		k->reordered++;                   /* counted lost when a later frame came */
+		k->gap_lost--;
+	}
+}
+
+static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
+{
+	const struct traffic_payload *pl;
+	struct sink *k;
+
+	if (m->data_len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
+		g->foreign++;
+		return;
+	}
+	pl = rte_pktmbuf_mtod_offset(m, const struct traffic_payload *, TRAFFIC_HDR_LEN);
+	if (pl->magic != TRAFFIC_MAGIC) {
+		g->foreign++;
+		return;
+	}
+	k = &g->sinks[pl->stream];
+	k->rx_packets++;
+	track_sequence(k, pl->seq);
+	if (pl->flags & TRAFFIC_MEASURED) {
+		k->rx_measured++;
+		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
+		/* One-way when sender and sink share the host's TSC (same process or host). */
+		if (now_tsc > pl->tsc)
+			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
+							    g->ns_per_tsc));
+	}
+}
+
+static uint16_t sink_burst(struct gen *g, uint16_t port)
 {
 	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(s->rx, 0, m, GEN_BURST), i;
+	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i;
+	uint64_t tsc;
 
-	for (i = 0; i < n; i++) {
-		const struct gen_payload *pl;
-
-		s->rx_bytes += m[i]->pkt_len + RTE_ETHER_CRC_LEN;
-		if (m[i]->data_len < HDR_LEN + sizeof(*pl))
-			continue;
-		pl = rte_pktmbuf_mtod_offset(m[i], const struct gen_payload *, HDR_LEN);
-		if (pl->magic != GEN_MAGIC)
-			continue;
-		if (pl->seq >= s->expect_seq) {
-			s->lost += pl->seq - s->expect_seq;
-			s->expect_seq = pl->seq + 1;
-		} else {
-			/* A late frame was first counted lost when a later one came. */
-			s->reordered++;
-			if (s->lost > 0)
-				s->lost--;
-		}
-	}
-	s->rx_packets += n;
+	if (n == 0)
+		return 0;
+	tsc = rte_rdtsc();
+	for (i = 0; i < n; i++)
+		sink_frame(g, m[i], tsc);
 	rte_pktmbuf_free_bulk(m, n);
+	return n;
+}
+
+static void swap_addresses(struct rte_mbuf *m)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ether_addr a = eth->src_addr;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	uint32_t addr;
+	uint16_t port;
+
+	eth->src_addr = eth->dst_addr;
+	eth->dst_addr = a;
+	if (m->data_len < TRAFFIC_HDR_LEN || eth->ether_type !=
+	    rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
+		return;
+	addr = ip->src_addr;
+	ip->src_addr = ip->dst_addr;
+	ip->dst_addr = addr;
+	if (ip->next_proto_id == IPPROTO_UDP && (ip->version_ihl & 0xf) == 5) {
+		port = udp->src_port;
+		udp->src_port = udp->dst_port;
+		udp->dst_port = port;
+	}
+}
+
+/* The reflect role: what comes in goes back out of the same port, addresses swapped. */
+static uint16_t reflect_burst(struct gen *g, uint16_t port)
+{
+	struct rte_mbuf *m[GEN_BURST];
+	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i, sent;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		swap_addresses(m[i]);
+	sent = rte_eth_tx_burst(port, 0, m, n);
+	if (sent < n)
+		rte_pktmbuf_free_bulk(&m[sent], n - sent);
+	g->reflected += sent;
+	g->reflect_dropped += n - sent;
 	return n;
 }
 
 /* ---- the loop ---- */
 
-struct gen_run {
-	const struct gen_opts *o;
-	struct gen_stream streams[GEN_MAX_PORTS / 2];
-	unsigned int n_streams;
-	struct gen_window windows[GEN_MAX_WINDOWS];
-	unsigned int n_windows;
-	uint64_t idle_passes, passes;
-	double start_s, end_s;
-};
-
-/* The sum over streams of the counter at byte OFFSET of struct gen_stream. */
-static uint64_t total(const struct gen_run *r, size_t offset)
+static uint64_t sum_senders(const struct gen *g, size_t offset)
 {
 	uint64_t n = 0;
 	unsigned int i;
 
-	for (i = 0; i < r->n_streams; i++)
-		n += *(const uint64_t *)((const char *)&r->streams[i] + offset);
+	for (i = 0; i < g->n_senders; i++)
+		n += *(const uint64_t *)((const char *)&g->senders[i] + offset);
 	return n;
 }
 
-#define total_rx(r) total(r, offsetof(struct gen_stream, rx_packets))
-#define total_tx(r) total(r, offsetof(struct gen_stream, tx_packets))
-
-static void print_second(const struct gen_run *r, double t, uint64_t dtx, uint64_t drx,
-			 double dt)
+static uint64_t sum_sinks(const struct gen *g, size_t offset)
 {
-	if (r->o->json)
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < GEN_MAX_SINKS; i++)
+		n += *(const uint64_t *)((const char *)&g->sinks[i] + offset);
+	return n;
+}
+
+#define TX_ALL(g) sum_senders(g, offsetof(struct sender, tx_packets))
+#define RX_ALL(g) (sum_sinks(g, offsetof(struct sink, rx_packets)) + (g)->reflected)
+
+static void print_second(const struct gen *g, double t, double dt, uint64_t dtx, uint64_t drx)
+{
+	if (g->o.json)
 		printf("{\"monotonic_s\": %.6f, \"t\": %.3f, \"tx_pps\": %.0f, \"rx_pps\": %.0f}\n",
-		       t, t - r->start_s, (double)dtx / dt, (double)drx / dt);
+		       t, t - g->start_s, (double)dtx / dt, (double)drx / dt);
 	else
-		printf("%7.1f s  tx %10.0f pps  rx %10.0f pps\n", t - r->start_s,
+		printf("%7.1f s  tx %11.0f pps  rx %11.0f pps\n", t - g->start_s,
 		       (double)dtx / dt, (double)drx / dt);
 	fflush(stdout);
 }
 
 /* Starts window K: pair K % 2 sends, its switch runs, the other switch is stopped. */
-static void open_window(struct gen_run *r, unsigned int k, double t)
+static void open_window(struct gen *g, unsigned int k, double t)
 {
-	struct gen_window *w = &r->windows[k];
-	unsigned int pair = k % 2;
+	struct window *w = &g->windows[k];
 
-	kill(r->o->alternate[pair], SIGCONT);
-	kill(r->o->alternate[1 - pair], SIGSTOP);
-	memset(w, 0, sizeof(*w));
 	w->index = k;
-	w->pair = pair;
+	w->pair = k % 2;
 	w->start_s = t;
+	kill(g->o.alternate[w->pair], SIGCONT);
+	kill(g->o.alternate[1 - w->pair], SIGSTOP);
 }
 
-static void run_loop(struct gen_run *r)
+struct win_state {
+	unsigned int k;
+	bool counting;
+	uint64_t rx_mark, tx_mark;
+};
+
+static void step_window(struct gen *g, struct win_state *ws, double t)
 {
-	const struct gen_opts *o = r->o;
-	uint64_t hz = rte_get_tsc_hz(), next_send = rte_rdtsc(), per_burst_tsc = 0;
+	struct window *w = &g->windows[ws->k];
+	const struct sink *k = &g->sinks[w->pair];
+	const struct sender *s = &g->senders[w->pair];
+
+	if (!ws->counting && t - w->start_s >= g->o.settle) {
+		ws->counting = true;
+		ws->rx_mark = k->rx_packets;
+		ws->tx_mark = s->tx_packets;
+		w->counted_s = t;
+	}
+	if (t - w->start_s < g->o.window || ws->k + 1 == GEN_MAX_WINDOWS)
+		return;
+	w->rx_packets = k->rx_packets - ws->rx_mark;
+	w->tx_packets = s->tx_packets - ws->tx_mark;
+	w->counted_s = t - w->counted_s;
+	if (g->o.json)
+		printf("{\"window\": %u, \"switch\": \"%c\", \"monotonic_s\": %.6f, "
+		       "\"counted_s\": %.3f, \"rx_pps\": %.0f}\n", w->index, 'A' + w->pair,
+		       w->start_s, w->counted_s, (double)w->rx_packets / w->counted_s);
+	ws->counting = false;
+	g->n_windows = ++ws->k;
+	open_window(g, ws->k, t);
+}
+
+static uint64_t one_pass(struct gen *g, int only_sender)
+{
+	uint64_t work = 0, tsc = rte_rdtsc();
+	unsigned int i;
+
+	for (i = 0; i < g->n_senders; i++)
+		if (only_sender < 0 || (int)i == only_sender)
+			work += send_burst(g, &g->senders[i], tsc);
+	for (i = 0; i < g->n_sink_ports; i++)
+		work += g->o.role == ROLE_REFLECT ? reflect_burst(g, g->sink_ports[i])
+						  : sink_burst(g, g->sink_ports[i]);
+	return work;
+}
+
+static void run_loop(struct gen *g)
+{
+	const struct opts *o = &g->o;
 	double t = now_s(), next_print = t + 1, last_print = t;
-	uint64_t last_tx = 0, last_rx = 0, win_rx_mark = 0, win_tx_mark = 0;
-	bool alternating = o->alternate[0] != 0, counting = false;
-	unsigned int i, k = 0;
+	uint64_t last_tx = 0, last_rx = 0, tsc0 = rte_rdtsc();
+	struct win_state ws = { 0 };
+	bool alternating = o->alternate[0] != 0;
 
-	if (o->rate_pps > 0)
-		per_burst_tsc = (uint64_t)((double)hz * GEN_BURST / o->rate_pps);
-	r->start_s = t;
+	g->start_s = t;
+	g->t_measure_start = tsc0 + (uint64_t)(o->warmup * (double)g->hz);
+	g->t_measure_end = tsc0 + (uint64_t)((o->duration - o->cooldown) * (double)g->hz);
 	if (alternating)
-		open_window(r, 0, t);
-	while (!quit && t - r->start_s < o->duration) {
-		unsigned int active = alternating ? r->windows[k].pair : UINT32_MAX;
-		uint64_t work = 0, now = rte_rdtsc();
+		open_window(g, 0, t);
+	while (!quit && t - g->start_s < o->duration) {
+		uint64_t work = one_pass(g, alternating ? (int)g->windows[ws.k].pair : -1);
 
-		if (per_burst_tsc == 0 || now >= next_send) {
-			for (i = 0; i < r->n_streams; i++)
-				if (!alternating || i == active)
-					work += send_burst(&r->streams[i], i, o->size - 4, GEN_BURST);
-			next_send += per_burst_tsc;
-		}
-		for (i = 0; i < r->n_streams; i++) {
-			uint16_t got = sink_burst(&r->streams[i]);
-
-			work += got;
-			if (alternating && i != active)
-				r->windows[k].late_packets += got;
-		}
-		r->passes++;
-		r->idle_passes += work == 0;
-		if ((r->passes & 63) != 0)
+		g->passes++;
+		g->idle_passes += work == 0;
+		if ((g->passes & 63) != 0)
 			continue;
 		t = now_s();
-		if (alternating) {
-			struct gen_window *w = &r->windows[k];
-			struct gen_stream *s = &r->streams[w->pair];
-
-			if (!counting && t - w->start_s >= o->settle) {
-				counting = true;
-				win_rx_mark = s->rx_packets;
-				win_tx_mark = s->tx_packets;
-				w->counted_s = t;
-			}
-			if (t - w->start_s >= o->window) {
-				w->rx_packets = s->rx_packets - win_rx_mark;
-				w->tx_packets = s->tx_packets - win_tx_mark;
-				w->counted_s = t - w->counted_s;
-				if (o->json)
-					printf("{\"window\": %u, \"switch\": \"%c\", \"monotonic_s\": %.6f, "
-					       "\"counted_s\": %.3f, \"rx_pps\": %.0f}\n", w->index,
-					       'A' + w->pair, w->start_s, w->counted_s,
-					       (double)w->rx_packets / w->counted_s);
-				counting = false;
-				if (++k == GEN_MAX_WINDOWS)
-					break;
-				r->n_windows = k;
-				open_window(r, k, t);
-			}
-		}
-		if (!alternating && t >= next_print) {
-			print_second(r, t, total_tx(r) - last_tx, total_rx(r) - last_rx,
-				     t - last_print);
-			last_tx = total_tx(r);
-			last_rx = total_rx(r);
+		if (alternating)
+			step_window(g, &ws, t);
+		else if (t >= next_print) {
+			print_second(g, t, t - last_print, TX_ALL(g) - last_tx, RX_ALL(g) - last_rx);
+			last_tx = TX_ALL(g);
+			last_rx = RX_ALL(g);
 			last_print = t;
 			next_print += 1;
 		}
 	}
-	r->end_s = now_s();
+	g->end_s = now_s();
 }
 
-/* After the last send, frames still in the switch arrive: count them (200 ms at most). */
-static void drain(struct gen_run *r)
+/* After the last send, frames still in flight arrive: count them (200 ms). */
+static void drain(struct gen *g)
 {
 	double until = now_s() + 0.2;
 	unsigned int i;
 
 	continue_switches();
 	while (now_s() < until)
-		for (i = 0; i < r->n_streams; i++)
-			sink_burst(&r->streams[i]);
+		for (i = 0; i < g->n_sink_ports; i++)
+			if (g->o.role == ROLE_REFLECT)
+				reflect_burst(g, g->sink_ports[i]);
+			else
+				sink_burst(g, g->sink_ports[i]);
 }
 
 /* ---- output ---- */
 
-static void write_summary(const struct gen_run *r, FILE *f)
+static json_t *latency_json(const struct hist *h)
 {
-	double dur = r->end_s - r->start_s;
-	uint64_t tx = total_tx(r), rx = total_rx(r), lost = 0, reord = 0, refused = 0;
+	return json_pack("{sI sf sf sI sI sI sI sI sI sI}",
+		"min", (json_int_t)(h->count ? h->min : 0), "mean", hist_mean(h),
+		"stdev", hist_stdev(h), "p50", (json_int_t)hist_percentile(h, 0.5),
+		"p90", (json_int_t)hist_percentile(h, 0.9),
+		"p99", (json_int_t)hist_percentile(h, 0.99),
+		"p999", (json_int_t)hist_percentile(h, 0.999),
+		"p9999", (json_int_t)hist_percentile(h, 0.9999),
+		"max", (json_int_t)h->max, "count", (json_int_t)h->count);
+}
+
+/*
+ * Loss of a stream generated here is exact: what was sent in the measured interval less what
+ * arrived of it. Of a stream from elsewhere (role rx) only sequence gaps can tell.
+ */
+static uint64_t stream_lost(const struct gen *g, unsigned int id)
+{
+	const struct sink *k = &g->sinks[id];
+	uint64_t got;
+
+	if (g->o.role != ROLE_TXRX || id >= g->n_senders)
+		return k->gap_lost;
+	got = k->rx_measured - RTE_MIN(k->rx_measured, k->duplicated);
+	return g->senders[id].tx_measured > got ? g->senders[id].tx_measured - got : 0;
+}
+
+static json_t *streams_json(const struct gen *g, uint64_t *lost)
+{
+	json_t *a = json_array();
 	unsigned int i;
 
-	for (i = 0; i < r->n_streams; i++) {
-		lost += r->streams[i].lost;
-		reord += r->streams[i].reordered;
-		refused += r->streams[i].not_accepted;
-	}
-	fprintf(f, "{\n  \"version\": \"%s\", \"dpdk\": \"%s\", \"tsc_hz\": %" PRIu64 ",\n",
-		SLUICE_VERSION, rte_version(), rte_get_tsc_hz());
-	fprintf(f, "  \"size\": %u, \"asked_pps\": %.0f, \"duration_s\": %.3f,\n", r->o->size,
-		r->o->rate_pps, dur);
-	fprintf(f, "  \"tx_packets\": %" PRIu64 ", \"rx_packets\": %" PRIu64 ", \"lost\": %"
-		PRIu64 ", \"reordered\": %" PRIu64 ", \"not_accepted\": %" PRIu64 ",\n",
-		tx, rx, lost, reord, refused);
-	fprintf(f, "  \"offered_pps\": %.0f, \"rx_pps\": %.0f, \"rx_bps_l2\": %.0f,\n",
-		(double)tx / dur, (double)rx / dur, (double)rx * r->o->size * 8 / dur);
-	fprintf(f, "  \"idle_fraction\": %.4f,\n", r->passes ? (double)r->idle_passes /
-		(double)r->passes : 0.0);
-	fprintf(f, "  \"windows\": [");
-	for (i = 0; i < r->n_windows; i++) {
-		const struct gen_window *w = &r->windows[i];
+	for (i = 0; i < GEN_MAX_SINKS; i++) {
+		const struct sink *k = &g->sinks[i];
+		const struct sender *s = i < g->n_senders ? &g->senders[i] : NULL;
+		uint64_t l;
 
-		fprintf(f, "%s\n    {\"index\": %u, \"switch\": \"%c\", \"start_monotonic_s\": %.6f, "
-			"\"counted_s\": %.4f, \"tx_packets\": %" PRIu64 ", \"rx_packets\": %" PRIu64
-			", \"rx_pps\": %.0f, \"late_packets\": %" PRIu64 "}", i ? "," : "", w->index,
-			'A' + w->pair, w->start_s, w->counted_s, w->tx_packets, w->rx_packets,
-			w->counted_s > 0 ? (double)w->rx_packets / w->counted_s : 0.0,
-			w->late_packets);
+		if (s == NULL && !k->active)
+			continue;
+		l = stream_lost(g, i);
+		*lost += l;
+		json_array_append_new(a, json_pack("{si sI sI sI sI sI sI}", "stream", i,
+			"tx_packets", (json_int_t)(s ? s->tx_measured : 0),
+			"rx_packets", (json_int_t)k->rx_measured, "lost", (json_int_t)l,
+			"duplicated", (json_int_t)k->duplicated, "reordered", (json_int_t)k->reordered,
+			"not_accepted", (json_int_t)(s ? s->not_accepted : 0)));
 	}
-	fprintf(f, "\n  ]\n}\n");
+	return a;
+}
+
+static json_t *windows_json(const struct gen *g)
+{
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; i < g->n_windows; i++) {
+		const struct window *w = &g->windows[i];
+
+		json_array_append_new(a, json_pack("{si ss# sf sf sI sI sf}", "index", w->index,
+			"switch", w->pair ? "B" : "A", (size_t)1,
+			"start_monotonic_s", w->start_s, "counted_s", w->counted_s,
+			"tx_packets", (json_int_t)w->tx_packets, "rx_packets", (json_int_t)w->rx_packets,
+			"rx_pps", w->counted_s > 0 ? (double)w->rx_packets / w->counted_s : 0.0));
+	}
+	return a;
+}
+
+static json_t *options_json(const struct opts *o)
+{
+	json_t *ports = json_array();
+	unsigned int i;
+
+	for (i = 0; i < o->n_ports; i++)
+		json_array_append_new(ports, json_string(o->specs[i]));
+	return json_pack("{so ss ss ss si ss sb sf sf sf}", "ports", ports,
+		"role", role_names[o->role], "size", o->size_arg, "rate", o->rate_arg,
+		"flows", o->traffic.flows, "vary", o->vary_arg, "bidir", o->bidir,
+		"duration", o->duration, "warmup", o->warmup, "cooldown", o->cooldown);
+}
+
+static json_t *summary(const struct gen *g)
+{
+	const struct opts *o = &g->o;
+	double measured = o->duration - o->warmup - o->cooldown, elapsed = g->end_s - g->start_s;
+	uint64_t lost = 0, tx, rx, rx_bytes;
+	json_t *streams = streams_json(g, &lost), *r;
+
+	/* Stopped early (SIGINT): the measured interval is what actually ran of it. */
+	if (elapsed < o->duration)
+		measured = RTE_MAX(elapsed - o->warmup, 1e-9);
+	tx = sum_senders(g, offsetof(struct sender, tx_measured));
+	rx = sum_sinks(g, offsetof(struct sink, rx_measured));
+	rx_bytes = sum_sinks(g, offsetof(struct sink, rx_bytes_measured));
+	r = json_pack("{ss ss sI si ss sf sf sI sI sI sI sI sI sI sf sf sf sf sf sf sf}",
+		"sluice_gen", SLUICE_VERSION, "dpdk", rte_version(), "tsc_hz", (json_int_t)g->hz,
+		"lcore_cpu", rte_lcore_to_cpu_id((int)rte_lcore_id()), "role", role_names[o->role],
+		"duration_s", measured, "asked_pps", o->rate_pps,
+		"tx_packets", (json_int_t)tx, "rx_packets", (json_int_t)rx, "lost", (json_int_t)lost,
+		"duplicated", (json_int_t)sum_sinks(g, offsetof(struct sink, duplicated)),
+		"reordered", (json_int_t)sum_sinks(g, offsetof(struct sink, reordered)),
+		"not_accepted", (json_int_t)sum_senders(g, offsetof(struct sender, not_accepted)),
+		"foreign", (json_int_t)g->foreign,
+		"offered_pps", (double)tx / measured, "rx_pps", (double)rx / measured,
+		"rx_bps", (double)rx_bytes * 8 / measured,
+		"rx_bps_l1", ((double)rx_bytes + (double)rx * L1_OVERHEAD) * 8 / measured,
+		"mean_frame_bytes", traffic_mean_size(&o->traffic),
+		"idle_fraction", g->passes ? (double)g->idle_passes / (double)g->passes : 0.0,
+		"elapsed_s", elapsed);
+	json_object_set_new(r, "latency_ns", latency_json(&g->latency));
+	json_object_set_new(r, "streams", streams);
+	json_object_set_new(r, "options", options_json(o));
+	if (o->role == ROLE_REFLECT)
+		json_object_set_new(r, "reflect", json_pack("{sI sI}", "sent",
+			(json_int_t)g->reflected, "refused", (json_int_t)g->reflect_dropped));
+	if (o->alternate[0])
+		json_object_set_new(r, "windows", windows_json(g));
+	return r;
+}
+
+static void write_outputs(const struct gen *g)
+{
+	json_t *r = summary(g);
+	FILE *f;
+
+	json_dumpf(r, stdout, JSON_INDENT(2));
+	printf("\n");
+	if (g->o.out != NULL && json_dump_file(r, g->o.out, JSON_INDENT(2)) != 0)
+		fprintf(stderr, "sluice-gen: cannot write %s\n", g->o.out);
+	json_decref(r);
+	if (g->o.hist_out != NULL && (f = fopen(g->o.hist_out, "w")) != NULL) {
+		hist_write_csv(&g->latency, f);
+		fclose(f);
+	}
 }
 
 /* ---- start-up ---- */
+
+static int first_cpu(void)
+{
+	cpu_set_t set;
+	int i;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &set))
+				return i;
+	return 0;
+}
 
 static int init_eal(int argc, char **argv, int first, int cpu)
 {
@@ -524,7 +889,7 @@ static int init_eal(int argc, char **argv, int first, int cpu)
 	int n = 0, i;
 
 	snprintf(prefix, sizeof(prefix), "sluice-gen-%d", (int)getpid());
-	snprintf(lcores, sizeof(lcores), "0@%d", cpu);
+	snprintf(lcores, sizeof(lcores), "0@%d", cpu >= 0 ? cpu : first_cpu());
 	eal[n++] = argv[0];
 	eal[n++] = "--file-prefix";
 	eal[n++] = prefix;
@@ -540,69 +905,53 @@ static int init_eal(int argc, char **argv, int first, int cpu)
 	return rte_eal_init(n, eal) < 0 ? -1 : 0;
 }
 
-static int first_cpu(void)
-{
-	cpu_set_t set;
-	int i;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		for (i = 0; i < CPU_SETSIZE; i++)
-			if (CPU_ISSET(i, &set))
-				return i;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	static struct gen_run run;
-	struct gen_opts o = { .role = "txrx", .size = 64, .duration = 10, .cpu = -1,
-			      .window = 1.0, .settle = 0.3 };
-	uint16_t ports[GEN_MAX_PORTS];
+	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .rate_arg = "max",
+		.vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
+		.window = 1.0, .settle = 0.3 } };
 	unsigned int i;
 	int first;
-	FILE *f;
 
-	first = parse_options(argc, argv, &o);
+	first = parse_options(argc, argv, &g.o);
 	if (first < 0)
 		return 2;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (o.alternate[0]) {
-		stopped_pids[0] = o.alternate[0];
-		stopped_pids[1] = o.alternate[1];
+	if (g.o.alternate[0]) {
+		stopped_pids[0] = g.o.alternate[0];
+		stopped_pids[1] = g.o.alternate[1];
 		atexit(continue_switches);
 	}
-	if (init_eal(argc, argv, first, o.cpu >= 0 ? o.cpu : first_cpu()) != 0) {
+	if (init_eal(argc, argv, first, g.o.cpu) != 0) {
 		fprintf(stderr, "sluice-gen: DPDK initialisation failed: %s\n",
 			rte_strerror(rte_errno));
 		return 1;
 	}
-	pool = rte_pktmbuf_pool_create("gen_pool", 16383, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-				       (int)rte_socket_id());
-	if (pool == NULL)
+	g.hz = rte_get_tsc_hz();
+	g.ns_per_tsc = 1e9 / (double)g.hz;
+	hist_init(&g.latency);
+	g.pool = rte_pktmbuf_pool_create("gen_pool", 16383, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					 (int)rte_socket_id());
+	if (g.pool == NULL)
 		return 1;
-	for (i = 0; i < o.n_ports; i++)
-		if (open_port(o.specs[i], i, &ports[i]) != 0)
+	for (i = 0; i < g.o.n_ports; i++)
+		if (open_port(&g, g.o.specs[i], i, &g.ports[i]) != 0)
 			return 1;
-	build_template(o.size - 4);
-	run.o = &o;
-	run.n_streams = o.n_ports / 2;
-	for (i = 0; i < run.n_streams; i++) {
-		run.streams[i].tx = ports[2 * i];
-		run.streams[i].rx = ports[2 * i + 1];
-	}
+	plan_streams(&g);
+	g.fixed_headers = g.o.traffic.flows == 1 && g.o.traffic.hi == 0 &&
+			  g.o.traffic.n_sizes == 1;
+	g.fixed_size = traffic_size(&g.o.traffic, 0);
+	traffic_write_headers(&g.o.traffic, g.headers,
+			      (uint16_t)(g.fixed_size - RTE_ETHER_CRC_LEN), 0);
 	/* Let virtio-user and memif links come up before the clock starts. */
 	rte_delay_ms(500);
-	run_loop(&run);
-	drain(&run);
-	write_summary(&run, stdout);
-	if (o.out != NULL && (f = fopen(o.out, "w")) != NULL) {
-		write_summary(&run, f);
-		fclose(f);
-	}
-	for (i = 0; i < o.n_ports; i++) {
-		rte_eth_dev_stop(ports[i]);
-		rte_eth_dev_close(ports[i]);
+	run_loop(&g);
+	drain(&g);
+	write_outputs(&g);
+	for (i = 0; i < g.o.n_ports; i++) {
+		rte_eth_dev_stop(g.ports[i]);
+		rte_eth_dev_close(g.ports[i]);
 	}
 	rte_eal_cleanup();
 	return 0;
