@@ -204,3 +204,15 @@ def test_reflect_round_trip(workdir: Path) -> None:
     assert res["latency_ns"]["min"] > 0
     refl = json.loads((workdir / "refl.json").read_text())
     assert refl["reflect"]["sent"] >= res["rx_packets"]
+
+
+def test_several_roles_in_one_loop(workdir: Path) -> None:
+    """Sender, sink and reflector in one process on one CPU: a round trip over memif."""
+    sock = workdir / "one.sock"
+    res = run_gen(workdir, ["--port", f"memif:role=client,socket={sock}",
+                            "--reflect", f"memif:role=server,socket={sock}",
+                            "--rate", "200k", "--duration", "2"])
+    assert res["tx_packets"] > 350_000
+    assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0
+    assert res["reflect"]["sent"] == res["rx_packets"]
+    assert 0 < res["latency_ns"]["p50"] <= res["latency_ns"]["max"]

@@ -50,6 +50,8 @@ static const char *const role_names[] = { "txrx", "tx", "rx", "reflect" };
 struct opts {
 	const char *specs[GEN_MAX_PORTS];
 	unsigned int n_ports;
+	const char *reflect_specs[GEN_MAX_PORTS];   /* --reflect: extra ports that reflect */
+	unsigned int n_reflect;
 	enum role role;
 	const char *size_arg, *rate_arg, *vary_arg;
 	struct traffic traffic;
@@ -90,6 +92,7 @@ struct gen {
 	unsigned int n_senders;
 	uint16_t sink_ports[GEN_MAX_PORTS];
 	unsigned int n_sink_ports;
+	uint16_t reflect_ports[GEN_MAX_PORTS];
 	struct sink sinks[GEN_MAX_SINKS];
 	struct hist latency;
 	uint64_t reflected, reflect_dropped, foreign;
@@ -145,6 +148,8 @@ static void usage(FILE *f)
 "                     tx: every port sends; rx: every port receives;\n"
 "                     reflect: every port sends back what it receives, MACs/IPs/ports swapped\n"
 "  --bidir            txrx both ways (1 to 0 as well)\n"
+"  --reflect SPEC     a further port that reflects, served by the same loop as the\n"
+"                     role's ports (repeatable)\n"
 "  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518, or\n"
 "                     imix (64:570:1518 at 7:4:1); default 64\n"
 "  --rate R           per sending port: max (default), 1Mpps, 500kpps, 250000, 1.5M,\n"
@@ -258,6 +263,11 @@ static int parse_one(struct opts *o, int c, const char *v)
 		o->specs[o->n_ports++] = v;
 		return 0;
 	case 'r': return parse_role(v, &o->role);
+	case 'X':
+		if (o->n_reflect == GEN_MAX_PORTS)
+			return bad("reflect", "at most 8 ports");
+		o->reflect_specs[o->n_reflect++] = v;
+		return 0;
 	case 's': o->size_arg = v; return 0;
 	case 'R': o->rate_arg = v; return 0;
 	case 'f':
@@ -292,6 +302,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
 		{ "port", 1, NULL, 'p' }, { "role", 1, NULL, 'r' }, { "size", 1, NULL, 's' },
+		{ "reflect", 1, NULL, 'X' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
 		{ "cooldown", 1, NULL, 'C' }, { "bidir", 0, NULL, 'b' },
@@ -669,6 +680,21 @@ static void step_window(struct gen *g, struct win_state *ws, double t)
 	open_window(g, ws->k, t);
 }
 
+/* Receives on every sink port and reflects on every reflecting port. */
+static uint64_t receive_pass(struct gen *g)
+{
+	uint64_t work = 0;
+	unsigned int i;
+
+	for (i = 0; i < g->n_sink_ports; i++)
+		work += g->o.role == ROLE_REFLECT ? reflect_burst(g, g->sink_ports[i])
+						  : sink_burst(g, g->sink_ports[i]);
+	for (i = 0; i < g->o.n_reflect; i++)
+		work += reflect_burst(g, g->reflect_ports[i]);
+	return work;
+}
+
+/* One pass of the loop: every stream sends (or only ONLY_SENDER, if >= 0), then receive. */
 static uint64_t one_pass(struct gen *g, int only_sender)
 {
 	uint64_t work = 0, tsc = rte_rdtsc();
@@ -677,10 +703,7 @@ static uint64_t one_pass(struct gen *g, int only_sender)
 	for (i = 0; i < g->n_senders; i++)
 		if (only_sender < 0 || (int)i == only_sender)
 			work += send_burst(g, &g->senders[i], tsc);
-	for (i = 0; i < g->n_sink_ports; i++)
-		work += g->o.role == ROLE_REFLECT ? reflect_burst(g, g->sink_ports[i])
-						  : sink_burst(g, g->sink_ports[i]);
-	return work;
+	return work + receive_pass(g);
 }
 
 static void run_loop(struct gen *g)
@@ -721,15 +744,10 @@ static void run_loop(struct gen *g)
 static void drain(struct gen *g)
 {
 	double until = now_s() + 0.2;
-	unsigned int i;
 
 	continue_switches();
 	while (now_s() < until)
-		for (i = 0; i < g->n_sink_ports; i++)
-			if (g->o.role == ROLE_REFLECT)
-				reflect_burst(g, g->sink_ports[i]);
-			else
-				sink_burst(g, g->sink_ports[i]);
+		receive_pass(g);
 }
 
 /* ---- output ---- */
@@ -845,7 +863,7 @@ static json_t *summary(const struct gen *g)
 	json_object_set_new(r, "latency_ns", latency_json(&g->latency));
 	json_object_set_new(r, "streams", streams);
 	json_object_set_new(r, "options", options_json(o));
-	if (o->role == ROLE_REFLECT)
+	if (o->role == ROLE_REFLECT || o->n_reflect > 0)
 		json_object_set_new(r, "reflect", json_pack("{sI sI}", "sent",
 			(json_int_t)g->reflected, "refused", (json_int_t)g->reflect_dropped));
 	if (o->alternate[0])
@@ -935,6 +953,10 @@ int main(int argc, char **argv)
 					 (int)rte_socket_id());
 	if (g.pool == NULL)
 		return 1;
+	/* Reflecting ports first: they are often the server side of the others. */
+	for (i = 0; i < g.o.n_reflect; i++)
+		if (open_port(&g, g.o.reflect_specs[i], GEN_MAX_PORTS + i, &g.reflect_ports[i]) != 0)
+			return 1;
 	for (i = 0; i < g.o.n_ports; i++)
 		if (open_port(&g, g.o.specs[i], i, &g.ports[i]) != 0)
 			return 1;
@@ -949,9 +971,9 @@ int main(int argc, char **argv)
 	run_loop(&g);
 	drain(&g);
 	write_outputs(&g);
-	for (i = 0; i < g.o.n_ports; i++) {
-		rte_eth_dev_stop(g.ports[i]);
-		rte_eth_dev_close(g.ports[i]);
+	RTE_ETH_FOREACH_DEV(i) {
+		rte_eth_dev_stop((uint16_t)i);
+		rte_eth_dev_close((uint16_t)i);
 	}
 	rte_eal_cleanup();
 	return 0;
