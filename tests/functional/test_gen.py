@@ -216,3 +216,30 @@ def test_several_roles_in_one_loop(workdir: Path) -> None:
     assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0
     assert res["reflect"]["sent"] == res["rx_packets"]
     assert 0 < res["latency_ns"]["p50"] <= res["latency_ns"]["max"]
+
+
+def test_inside_a_namespace_over_veth(workdir: Path) -> None:
+    """sluice-gen as a container would run it: in a network namespace, pinned to a CPU, on
+    af_packet and af_xdp ports of a veth pair."""
+    ns = f"slg{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        def nsrun(*cmd: str) -> None:
+            subprocess.run(["ip", "netns", "exec", ns, *cmd], check=True)
+
+        nsrun("ip", "link", "add", "g0", "type", "veth", "peer", "name", "g1")
+        for dev in ("g0", "g1"):
+            nsrun("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1")
+            nsrun("ip", "link", "set", dev, "up")
+        for kind in ("af_packet", "af_xdp"):
+            out = workdir / f"{kind}.json"
+            r = subprocess.run(["ip", "netns", "exec", ns, str(GEN), "--cpu", "0", "--port",
+                                f"{kind}:iface=g0", "--port", f"{kind}:iface=g1", "--rate",
+                                "20k", "--duration", "2", "--out", str(out)],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            res = json.loads(out.read_text())
+            assert res["tx_packets"] > 35_000, kind
+            assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0, (kind, res)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
