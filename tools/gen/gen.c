@@ -30,6 +30,7 @@
 #include <rte_udp.h>
 #include <rte_version.h>
 
+#include "alt.h"
 #include "hist.h"
 #include "portspec.h"
 #include "sluice_version.h"
@@ -40,7 +41,6 @@
 #define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
 #define GEN_BURST 32
 #define GEN_RING 1024
-#define GEN_MAX_WINDOWS 4096
 #define SEEN_BITS 4096              /* how far back duplicates are recognised */
 #define L1_OVERHEAD 20              /* preamble, start delimiter and inter-frame gap */
 
@@ -59,6 +59,7 @@ struct opts {
 	double duration, warmup, cooldown;
 	bool bidir, json;
 	int cpu;
+	bool verbose;
 	const char *out, *hist_out;
 	pid_t alternate[2];
 	double window, settle;
@@ -79,12 +80,6 @@ struct sink {                    /* what arrived of one stream id */
 	bool active;
 };
 
-struct window {
-	unsigned int index, pair;
-	double start_s, counted_s;
-	uint64_t tx_packets, rx_packets;
-};
-
 struct gen {
 	struct opts o;
 	uint16_t ports[GEN_MAX_PORTS];
@@ -96,11 +91,12 @@ struct gen {
 	struct sink sinks[GEN_MAX_SINKS];
 	struct hist latency;
 	uint64_t reflected, reflect_dropped, foreign;
+	uint64_t stray;              /* frames that came back on a sending port (txrx) */
 	uint64_t passes, idle_passes;
 	uint64_t hz, t_measure_start, t_measure_end;   /* TSC */
 	double start_s, end_s;
-	struct window windows[GEN_MAX_WINDOWS];
-	unsigned int n_windows;
+	bool alternating;
+	struct alt alt;
 	struct rte_mempool *pool;
 	double ns_per_tsc;
 	bool fixed_headers;          /* one size, one flow: copy the template below */
@@ -109,21 +105,11 @@ struct gen {
 };
 
 static volatile sig_atomic_t quit;
-static pid_t stopped_pids[2];
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	quit = 1;
-}
-
-/* Never leave a switch stopped: at exit, on error and on a signal. */
-static void continue_switches(void)
-{
-	if (stopped_pids[0] > 0)
-		kill(stopped_pids[0], SIGCONT);
-	if (stopped_pids[1] > 0)
-		kill(stopped_pids[1], SIGCONT);
 }
 
 static double now_s(void)
@@ -160,12 +146,14 @@ static void usage(FILE *f)
 "  --warmup S         first seconds not counted (0)\n"
 "  --cooldown S       last seconds not counted (0)\n"
 "  --latency          record latency (always on; kept for scripts)\n"
-"  --cpu N            CPU of the loop (default: the first allowed)\n"
-"  --json             per-second lines as JSON\n"
+"  --cpu N, --lcore N CPU of the loop (default: the first this process may use)\n"
+"  --json             per-second lines (and window records) as JSON lines\n"
 "  --out FILE         final summary as JSON (also printed at the end)\n"
-"  --hist-out FILE    the latency histogram as CSV (low_ns,high_ns,count)\n"
+"  --hist-out FILE    the latency histogram: JSON if FILE ends in .json, else CSV\n"
+"                     (low_ns,high_ns,count)\n"
+"  --verbose          DPDK's warnings and notices too (default: errors only)\n"
 "  --alternate A,B    two txrx pairs through switches with PIDs A and B: send into one at a\n"
-"                     time while the other is SIGSTOPped; per-window records\n"
+"                     time while the other is SIGSTOPped; per-window records and A/B ratios\n"
 "  --window S         window length with --alternate (1.0)\n"
 "  --settle S         uncounted start of each window (0.3)\n"
 "  -h, --help\n");
@@ -182,8 +170,19 @@ static int parse_double(const char *opt, const char *v, double min, double *out)
 	char *end;
 
 	*out = strtod(v, &end);
-	if (end == v || *end != '\0' || *out < min)
+	if (end == v || *end != '\0' || !(*out >= min) || *out > 1e7)
 		return bad(opt, "not a number in range");
+	return 0;
+}
+
+static int parse_long(const char *opt, const char *v, long min, long max, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(v, &end, 10);
+	if (end == v || *end != '\0' || errno != 0 || *out < min || *out > max)
+		return bad(opt, "not an integer in range");
 	return 0;
 }
 
@@ -248,12 +247,14 @@ static int check_options(struct opts *o)
 		return bad("alternate", "needs --role txrx with exactly two pairs, not --bidir");
 	if (o->settle >= o->window)
 		return bad("settle", "must be shorter than --window");
+	if (o->alternate[0] && o->duration / o->window > ALT_MAX_WINDOWS - 2)
+		return bad("window", "too short for --duration (at most 4094 windows)");
 	return 0;
 }
 
 static int parse_one(struct opts *o, int c, const char *v)
 {
-	long flows;
+	long n;
 	char tail;
 
 	switch (c) {
@@ -271,10 +272,9 @@ static int parse_one(struct opts *o, int c, const char *v)
 	case 's': o->size_arg = v; return 0;
 	case 'R': o->rate_arg = v; return 0;
 	case 'f':
-		flows = strtol(v, NULL, 10);
-		if (flows < 1 || flows > 1000000)
-			return bad("flows", "1 to 1000000");
-		o->traffic.flows = (uint32_t)flows;
+		if (parse_long("flows", v, 1, 1000000, &n) != 0)
+			return -1;
+		o->traffic.flows = (uint32_t)n;
 		return 0;
 	case 'V': o->vary_arg = v; return 0;
 	case 'd': return parse_double("duration", v, 0.001, &o->duration);
@@ -282,7 +282,12 @@ static int parse_one(struct opts *o, int c, const char *v)
 	case 'C': return parse_double("cooldown", v, 0, &o->cooldown);
 	case 'b': o->bidir = true; return 0;
 	case 'L': return 0;
-	case 'c': o->cpu = atoi(v); return 0;
+	case 'c':
+		if (parse_long("cpu", v, 0, CPU_SETSIZE - 1, &n) != 0)
+			return -1;
+		o->cpu = (int)n;
+		return 0;
+	case 'v': o->verbose = true; return 0;
 	case 'j': o->json = true; return 0;
 	case 'o': o->out = v; return 0;
 	case 'H': o->hist_out = v; return 0;
@@ -306,7 +311,8 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
 		{ "cooldown", 1, NULL, 'C' }, { "bidir", 0, NULL, 'b' },
-		{ "latency", 0, NULL, 'L' }, { "cpu", 1, NULL, 'c' }, { "json", 0, NULL, 'j' },
+		{ "latency", 0, NULL, 'L' }, { "cpu", 1, NULL, 'c' }, { "lcore", 1, NULL, 'c' },
+		{ "verbose", 0, NULL, 'v' }, { "json", 0, NULL, 'j' },
 		{ "out", 1, NULL, 'o' }, { "hist-out", 1, NULL, 'H' },
 		{ "alternate", 1, NULL, 'a' }, { "window", 1, NULL, 'W' },
 		{ "settle", 1, NULL, 'S' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
@@ -315,8 +321,11 @@ static int parse_options(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1)
 		if (parse_one(o, c, optarg) != 0)
 			return -1;
-	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
-		return bad("", "unexpected argument (EAL options go after --)");
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0) {
+		fprintf(stderr, "sluice-gen: unexpected argument '%s' (EAL options go after --)\n",
+			argv[optind]);
+		return -1;
+	}
 	return check_options(o) == 0 ? optind : -1;
 }
 
@@ -535,6 +544,8 @@ static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
 	k = &g->sinks[pl->stream];
 	k->rx_packets++;
 	track_sequence(k, pl->seq);
+	if (g->alternating)
+		alt_count(&g->alt, pl->stream, pl->tsc);
 	if (pl->flags & TRAFFIC_MEASURED) {
 		k->rx_measured++;
 		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
@@ -627,59 +638,31 @@ static uint64_t sum_sinks(const struct gen *g, size_t offset)
 #define TX_ALL(g) sum_senders(g, offsetof(struct sender, tx_packets))
 #define RX_ALL(g) (sum_sinks(g, offsetof(struct sink, rx_packets)) + (g)->reflected)
 
-static void print_second(const struct gen *g, double t, double dt, uint64_t dtx, uint64_t drx)
-{
-	if (g->o.json)
-		printf("{\"monotonic_s\": %.6f, \"t\": %.3f, \"tx_pps\": %.0f, \"rx_pps\": %.0f}\n",
-		       t, t - g->start_s, (double)dtx / dt, (double)drx / dt);
-	else
-		printf("%7.1f s  tx %11.0f pps  rx %11.0f pps\n", t - g->start_s,
-		       (double)dtx / dt, (double)drx / dt);
-	fflush(stdout);
-}
-
-/* Starts window K: pair K % 2 sends, its switch runs, the other switch is stopped. */
-static void open_window(struct gen *g, unsigned int k, double t)
-{
-	struct window *w = &g->windows[k];
-
-	w->index = k;
-	w->pair = k % 2;
-	w->start_s = t;
-	kill(g->o.alternate[w->pair], SIGCONT);
-	kill(g->o.alternate[1 - w->pair], SIGSTOP);
-}
-
-struct win_state {
-	unsigned int k;
-	bool counting;
-	uint64_t rx_mark, tx_mark;
+/* The per-second line: rates over the last interval, counts so far. */
+struct second {
+	double t;
+	uint64_t tx, rx, passes, idle;
 };
 
-static void step_window(struct gen *g, struct win_state *ws, double t)
+static void print_second(const struct gen *g, struct second *last, double t)
 {
-	struct window *w = &g->windows[ws->k];
-	const struct sink *k = &g->sinks[w->pair];
-	const struct sender *s = &g->senders[w->pair];
+	struct second now = { t, TX_ALL(g), RX_ALL(g), g->passes, g->idle_passes };
+	double dt = t - last->t, tx_pps = (double)(now.tx - last->tx) / dt;
+	double rx_pps = (double)(now.rx - last->rx) / dt;
+	double idle = now.passes > last->passes ? (double)(now.idle - last->idle) /
+						   (double)(now.passes - last->passes) : 0.0;
+	uint64_t gaps = sum_sinks(g, offsetof(struct sink, gap_lost));
 
-	if (!ws->counting && t - w->start_s >= g->o.settle) {
-		ws->counting = true;
-		ws->rx_mark = k->rx_packets;
-		ws->tx_mark = s->tx_packets;
-		w->counted_s = t;
-	}
-	if (t - w->start_s < g->o.window || ws->k + 1 == GEN_MAX_WINDOWS)
-		return;
-	w->rx_packets = k->rx_packets - ws->rx_mark;
-	w->tx_packets = s->tx_packets - ws->tx_mark;
-	w->counted_s = t - w->counted_s;
 	if (g->o.json)
-		printf("{\"window\": %u, \"switch\": \"%c\", \"monotonic_s\": %.6f, "
-		       "\"counted_s\": %.3f, \"rx_pps\": %.0f}\n", w->index, 'A' + w->pair,
-		       w->start_s, w->counted_s, (double)w->rx_packets / w->counted_s);
-	ws->counting = false;
-	g->n_windows = ++ws->k;
-	open_window(g, ws->k, t);
+		printf("{\"monotonic_s\": %.6f, \"t\": %.3f, \"tx_pps\": %.0f, \"rx_pps\": %.0f, "
+		       "\"tx_packets\": %" PRIu64 ", \"rx_packets\": %" PRIu64 ", \"gap_lost\": %"
+		       PRIu64 ", \"idle_fraction\": %.4f}\n", t, t - g->start_s, tx_pps, rx_pps,
+		       now.tx, now.rx, gaps, idle);
+	else
+		printf("%7.1f s  tx %11.0f pps  rx %11.0f pps  gaps %10" PRIu64 "  idle %5.1f %%\n",
+		       t - g->start_s, tx_pps, rx_pps, gaps, 100 * idle);
+	fflush(stdout);
+	*last = now;
 }
 
 /* Receives on every sink port and reflects on every reflecting port. */
@@ -696,6 +679,27 @@ static uint64_t receive_pass(struct gen *g)
 	return work;
 }
 
+/*
+ * Frames that come back on a sending port (a switch that floods, or a peer that talks) are
+ * freed and counted as stray, so they never pile up in a ring. Polled seldom (every 64
+ * passes), so a generator at full speed pays nearly nothing for it.
+ */
+static void drain_senders(struct gen *g)
+{
+	struct rte_mbuf *m[GEN_BURST];
+	unsigned int i;
+	uint16_t n;
+
+	if (g->o.role != ROLE_TXRX || g->o.bidir || g->o.n_ports < 2)
+		return;
+	for (i = 0; i < g->n_senders; i++) {
+		n = rte_eth_rx_burst(g->senders[i].tx, 0, m, GEN_BURST);
+		if (n > 0)
+			rte_pktmbuf_free_bulk(m, n);
+		g->stray += n;
+	}
+}
+
 /* One pass of the loop: every stream sends (or only ONLY_SENDER, if >= 0), then receive. */
 static uint64_t one_pass(struct gen *g, int only_sender)
 {
@@ -708,34 +712,39 @@ static uint64_t one_pass(struct gen *g, int only_sender)
 	return work + receive_pass(g);
 }
 
+static void step_alternation(struct gen *g, double t)
+{
+	uint64_t tx_of[2] = { g->senders[0].tx_packets, g->senders[1].tx_packets };
+
+	alt_step(&g->alt, t, rte_rdtsc(), tx_of);
+}
+
 static void run_loop(struct gen *g)
 {
 	const struct opts *o = &g->o;
-	double t = now_s(), next_print = t + 1, last_print = t;
-	uint64_t last_tx = 0, last_rx = 0, tsc0 = rte_rdtsc();
-	struct win_state ws = { 0 };
-	bool alternating = o->alternate[0] != 0;
+	double t = now_s(), next_print = t + 1;
+	uint64_t tsc0 = rte_rdtsc();
+	struct second last = { .t = t };
 
 	g->start_s = t;
 	g->t_measure_start = tsc0 + (uint64_t)(o->warmup * (double)g->hz);
 	g->t_measure_end = tsc0 + (uint64_t)((o->duration - o->cooldown) * (double)g->hz);
-	if (alternating)
-		open_window(g, 0, t);
+	if (g->alternating)
+		alt_start(&g->alt, t, tsc0);
 	while (!quit && t - g->start_s < o->duration) {
-		uint64_t work = one_pass(g, alternating ? (int)g->windows[ws.k].pair : -1);
+		uint64_t work = one_pass(g, g->alternating ? (int)g->alt.pair : -1);
 
 		g->passes++;
 		g->idle_passes += work == 0;
+		/* The clock and the rarer chores every 64 passes: a few microseconds at most. */
 		if ((g->passes & 63) != 0)
 			continue;
 		t = now_s();
-		if (alternating)
-			step_window(g, &ws, t);
-		else if (t >= next_print) {
-			print_second(g, t, t - last_print, TX_ALL(g) - last_tx, RX_ALL(g) - last_rx);
-			last_tx = TX_ALL(g);
-			last_rx = RX_ALL(g);
-			last_print = t;
+		drain_senders(g);
+		if (g->alternating)
+			step_alternation(g, t);
+		if (t >= next_print) {
+			print_second(g, &last, t);
 			next_print += 1;
 		}
 	}
@@ -747,9 +756,12 @@ static void drain(struct gen *g)
 {
 	double until = now_s() + 0.2;
 
-	continue_switches();
-	while (now_s() < until)
+	if (g->alternating)
+		alt_resume_all();
+	while (now_s() < until) {
 		receive_pass(g);
+		drain_senders(g);
+	}
 }
 
 /* ---- output ---- */
@@ -804,23 +816,6 @@ static json_t *streams_json(const struct gen *g, uint64_t *lost)
 	return a;
 }
 
-static json_t *windows_json(const struct gen *g)
-{
-	json_t *a = json_array();
-	unsigned int i;
-
-	for (i = 0; i < g->n_windows; i++) {
-		const struct window *w = &g->windows[i];
-
-		json_array_append_new(a, json_pack("{si ss# sf sf sI sI sf}", "index", w->index,
-			"switch", w->pair ? "B" : "A", (size_t)1,
-			"start_monotonic_s", w->start_s, "counted_s", w->counted_s,
-			"tx_packets", (json_int_t)w->tx_packets, "rx_packets", (json_int_t)w->rx_packets,
-			"rx_pps", w->counted_s > 0 ? (double)w->rx_packets / w->counted_s : 0.0));
-	}
-	return a;
-}
-
 static json_t *options_json(const struct opts *o)
 {
 	json_t *ports = json_array();
@@ -828,10 +823,28 @@ static json_t *options_json(const struct opts *o)
 
 	for (i = 0; i < o->n_ports; i++)
 		json_array_append_new(ports, json_string(o->specs[i]));
-	return json_pack("{so ss ss ss si ss sb sf sf sf}", "ports", ports,
-		"role", role_names[o->role], "size", o->size_arg, "rate", o->rate_arg,
-		"flows", o->traffic.flows, "vary", o->vary_arg, "bidir", o->bidir,
-		"duration", o->duration, "warmup", o->warmup, "cooldown", o->cooldown);
+	json_t *refl = json_array();
+
+	for (i = 0; i < o->n_reflect; i++)
+		json_array_append_new(refl, json_string(o->reflect_specs[i]));
+	return json_pack("{so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}", "ports", ports,
+		"reflect", refl, "role", role_names[o->role], "size", o->size_arg,
+		"rate", o->rate_arg, "flows", o->traffic.flows, "vary", o->vary_arg,
+		"bidir", o->bidir, "duration", o->duration, "warmup", o->warmup,
+		"cooldown", o->cooldown, "cpu", o->cpu, "json", o->json, "verbose", o->verbose,
+		"out", o->out, "hist_out", o->hist_out);
+}
+
+/* The CPU the loop runs on, as EAL pinned it (--cpu, or -l/--lcores after --). */
+static int loop_cpu(void)
+{
+	rte_cpuset_t set = rte_lcore_cpuset(rte_get_main_lcore());
+	int i;
+
+	for (i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			return i;
+	return -1;
 }
 
 static json_t *summary(const struct gen *g)
@@ -847,15 +860,15 @@ static json_t *summary(const struct gen *g)
 	tx = sum_senders(g, offsetof(struct sender, tx_measured));
 	rx = sum_sinks(g, offsetof(struct sink, rx_measured));
 	rx_bytes = sum_sinks(g, offsetof(struct sink, rx_bytes_measured));
-	r = json_pack("{ss ss sI si ss sf sf sI sI sI sI sI sI sI sf sf sf sf sf sf sf}",
+	r = json_pack("{ss ss sI si ss sf sf sI sI sI sI sI sI sI sI sf sf sf sf sf sf sf}",
 		"sluice_gen", SLUICE_VERSION, "dpdk", rte_version(), "tsc_hz", (json_int_t)g->hz,
-		"lcore_cpu", rte_lcore_to_cpu_id((int)rte_lcore_id()), "role", role_names[o->role],
+		"lcore_cpu", loop_cpu(), "role", role_names[o->role],
 		"duration_s", measured, "asked_pps", o->rate_pps,
 		"tx_packets", (json_int_t)tx, "rx_packets", (json_int_t)rx, "lost", (json_int_t)lost,
 		"duplicated", (json_int_t)sum_sinks(g, offsetof(struct sink, duplicated)),
 		"reordered", (json_int_t)sum_sinks(g, offsetof(struct sink, reordered)),
 		"not_accepted", (json_int_t)sum_senders(g, offsetof(struct sender, not_accepted)),
-		"foreign", (json_int_t)g->foreign,
+		"foreign", (json_int_t)g->foreign, "stray", (json_int_t)g->stray,
 		"offered_pps", (double)tx / measured, "rx_pps", (double)rx / measured,
 		"rx_bps", (double)rx_bytes * 8 / measured,
 		"rx_bps_l1", ((double)rx_bytes + (double)rx * L1_OVERHEAD) * 8 / measured,
@@ -868,9 +881,18 @@ static json_t *summary(const struct gen *g)
 	if (o->role == ROLE_REFLECT || o->n_reflect > 0)
 		json_object_set_new(r, "reflect", json_pack("{sI sI}", "sent",
 			(json_int_t)g->reflected, "refused", (json_int_t)g->reflect_dropped));
-	if (o->alternate[0])
-		json_object_set_new(r, "windows", windows_json(g));
+	if (g->alternating) {
+		json_object_set_new(r, "windows", alt_windows_json(&g->alt));
+		json_object_set_new(r, "alternation", alt_summary_json(&g->alt));
+	}
 	return r;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+
+	return n >= m && strcmp(s + n - m, tail) == 0;
 }
 
 static void write_outputs(const struct gen *g)
@@ -878,15 +900,24 @@ static void write_outputs(const struct gen *g)
 	json_t *r = summary(g);
 	FILE *f;
 
-	json_dumpf(r, stdout, JSON_INDENT(2));
+	/* With --json, stdout stays JSON lines: the summary is the last line. */
+	json_dumpf(r, stdout, g->o.json ? JSON_COMPACT : JSON_INDENT(2));
 	printf("\n");
 	if (g->o.out != NULL && json_dump_file(r, g->o.out, JSON_INDENT(2)) != 0)
 		fprintf(stderr, "sluice-gen: cannot write %s\n", g->o.out);
 	json_decref(r);
-	if (g->o.hist_out != NULL && (f = fopen(g->o.hist_out, "w")) != NULL) {
-		hist_write_csv(&g->latency, f);
-		fclose(f);
+	if (g->o.hist_out == NULL)
+		return;
+	f = fopen(g->o.hist_out, "w");
+	if (f == NULL) {
+		fprintf(stderr, "sluice-gen: cannot write %s: %s\n", g->o.hist_out, strerror(errno));
+		return;
 	}
+	if (ends_with(g->o.hist_out, ".json"))
+		hist_write_json(&g->latency, f);
+	else
+		hist_write_csv(&g->latency, f);
+	fclose(f);
 }
 
 /* ---- start-up ---- */
@@ -903,26 +934,142 @@ static int first_cpu(void)
 	return 0;
 }
 
-static int init_eal(int argc, char **argv, int first, int cpu)
-{
-	char prefix[64], lcores[32], *eal[64];
-	int n = 0, i;
+/* A default EAL option (with its argument, if any) and the user options that replace it. */
+struct eal_default {
+	const char *opt, *arg;
+	const char *replaced_by[6];
+};
 
+/* Does the user's EAL argument U set option NAME ("--x", "--x=v", or "-lV" for "-l")? */
+static bool eal_arg_sets(const char *u, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(u, name, n) != 0)
+		return false;
+	return u[n] == '\0' || u[n] == '=' || (n == 2 && name[0] == '-' && name[1] != '-');
+}
+
+static bool eal_user_sets(char **user, int n_user, const struct eal_default *d)
+{
+	int i, j;
+
+	for (i = 0; i < n_user; i++)
+		for (j = 0; j < 6 && d->replaced_by[j] != NULL; j++)
+			if (eal_arg_sets(user[i], d->replaced_by[j]))
+				return true;
+	return false;
+}
+
+static bool any_pci_port(const struct opts *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->n_ports; i++)
+		if (strncmp(o->specs[i], "pci:", 4) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * EAL's arguments: our defaults, except those the user's (after --) replace, then the user's.
+ * Defaults: a file prefix per process so instances never clash; --in-memory so nothing is
+ * left in /dev/hugepages; --single-file-segments, without which virtio-user moves nothing
+ * (PLATFORM.md); one lcore; errors only in the log; no telemetry socket or thread.
+ */
+static int init_eal(int argc, char **argv, int first, const struct opts *o)
+{
+	char prefix[64], lcores[32], *eal[96];
+	const struct eal_default legacy_mem = { NULL, NULL, { "--legacy-mem" } };
+	bool legacy = eal_user_sets(argv + first, argc - first, &legacy_mem);
+	const struct eal_default defaults[] = {
+		{ "--file-prefix", prefix, { "--file-prefix" } },
+		{ "--in-memory", NULL, { "--in-memory", "--huge-unlink", "--legacy-mem",
+					 "--no-huge" } },
+		/* --legacy-mem cannot be --in-memory: unlink the files instead, leave none. */
+		{ legacy ? "--huge-unlink" : NULL, NULL, { "--huge-unlink", "--no-huge" } },
+		{ "--single-file-segments", NULL, { "--single-file-segments", "--legacy-mem",
+						    "--huge-unlink" } },
+		{ any_pci_port(o) ? NULL : "--no-pci", NULL,
+		  { "--no-pci", "-a", "--allow", "-b", "--block" } },
+		{ "--lcores", lcores, { "-l", "--lcores", "-c" } },
+		{ o->verbose ? "--log-level=*:notice" : "--log-level=*:error", NULL, { NULL } },
+		{ "--no-telemetry", NULL, { "--telemetry", "--no-telemetry" } },
+	};
+	int n = 0, i, n_user = argc - first;
+	unsigned int k;
+
+	if (n_user > 80) {
+		fprintf(stderr, "sluice-gen: too many EAL options\n");
+		return -1;
+	}
 	snprintf(prefix, sizeof(prefix), "sluice-gen-%d", (int)getpid());
-	snprintf(lcores, sizeof(lcores), "0@%d", cpu >= 0 ? cpu : first_cpu());
+	snprintf(lcores, sizeof(lcores), "0@%d", o->cpu >= 0 ? o->cpu : first_cpu());
 	eal[n++] = argv[0];
-	eal[n++] = "--file-prefix";
-	eal[n++] = prefix;
-	eal[n++] = "--in-memory";
-	eal[n++] = "--single-file-segments";   /* virtio-user moves nothing without it */
-	eal[n++] = "--no-pci";
-	eal[n++] = "--lcores";
-	eal[n++] = lcores;
-	eal[n++] = "--log-level=*:warning";
-	for (i = first; i < argc && n < 63; i++)
+	for (k = 0; k < RTE_DIM(defaults); k++) {
+		if (defaults[k].opt == NULL || eal_user_sets(argv + first, n_user, &defaults[k]))
+			continue;
+		eal[n++] = (char *)(uintptr_t)defaults[k].opt;
+		if (defaults[k].arg != NULL)
+			eal[n++] = (char *)(uintptr_t)defaults[k].arg;
+	}
+	for (i = first; i < argc; i++)
 		eal[n++] = argv[i];
 	eal[n] = NULL;
 	return rte_eal_init(n, eal) < 0 ? -1 : 0;
+}
+
+/* Ports, streams and the header template; 0, or -1 after a message. */
+static int setup(struct gen *g)
+{
+	unsigned int i;
+
+	g->hz = rte_get_tsc_hz();
+	g->ns_per_tsc = 1e9 / (double)g->hz;
+	hist_init(&g->latency);
+	g->pool = rte_pktmbuf_pool_create("gen_pool", 16383, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					  (int)rte_socket_id());
+	if (g->pool == NULL) {
+		fprintf(stderr, "sluice-gen: no mbuf pool: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	/* Reflecting ports first: they are often the server side of the others. */
+	for (i = 0; i < g->o.n_reflect; i++)
+		if (open_port(g, g->o.reflect_specs[i], GEN_MAX_PORTS + i,
+			      &g->reflect_ports[i]) != 0)
+			return -1;
+	for (i = 0; i < g->o.n_ports; i++)
+		if (open_port(g, g->o.specs[i], i, &g->ports[i]) != 0)
+			return -1;
+	plan_streams(g);
+	g->fixed_headers = g->o.traffic.flows == 1 && g->o.traffic.hi == 0 &&
+			   g->o.traffic.n_sizes == 1;
+	g->fixed_size = traffic_size(&g->o.traffic, 0);
+	traffic_write_headers(&g->o.traffic, g->headers,
+			      (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN), 0);
+	return 0;
+}
+
+/* Closes every port, so memif and vhost-user sockets are removed, then EAL. */
+static void teardown(void)
+{
+	uint16_t i;
+
+	RTE_ETH_FOREACH_DEV(i) {
+		rte_eth_dev_stop(i);
+		rte_eth_dev_close(i);
+	}
+	rte_eal_cleanup();
+}
+
+static void catch_signals(void)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	signal(SIGQUIT, on_signal);
+	/* A reader of our output that goes away must not kill us with switches stopped. */
+	signal(SIGPIPE, SIG_IGN);
 }
 
 int main(int argc, char **argv)
@@ -930,53 +1077,35 @@ int main(int argc, char **argv)
 	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .rate_arg = "max",
 		.vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
 		.window = 1.0, .settle = 0.3 } };
-	unsigned int i;
-	int first;
+	int first, rc = 0;
 
 	first = parse_options(argc, argv, &g.o);
 	if (first < 0)
 		return 2;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	if (g.o.alternate[0]) {
-		stopped_pids[0] = g.o.alternate[0];
-		stopped_pids[1] = g.o.alternate[1];
-		atexit(continue_switches);
+	catch_signals();
+	g.alternating = g.o.alternate[0] != 0;
+	if (g.alternating) {
+		g.alt = (struct alt){ .pids = { g.o.alternate[0], g.o.alternate[1] },
+			.window_s = g.o.window, .settle_s = g.o.settle, .json = g.o.json };
+		if (alt_guard(&g.alt) != 0) {
+			fprintf(stderr, "sluice-gen: --alternate: no watchdog: %s\n", strerror(errno));
+			return 1;
+		}
 	}
-	if (init_eal(argc, argv, first, g.o.cpu) != 0) {
+	if (init_eal(argc, argv, first, &g.o) != 0) {
 		fprintf(stderr, "sluice-gen: DPDK initialisation failed: %s\n",
 			rte_strerror(rte_errno));
 		return 1;
 	}
-	g.hz = rte_get_tsc_hz();
-	g.ns_per_tsc = 1e9 / (double)g.hz;
-	hist_init(&g.latency);
-	g.pool = rte_pktmbuf_pool_create("gen_pool", 16383, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-					 (int)rte_socket_id());
-	if (g.pool == NULL)
-		return 1;
-	/* Reflecting ports first: they are often the server side of the others. */
-	for (i = 0; i < g.o.n_reflect; i++)
-		if (open_port(&g, g.o.reflect_specs[i], GEN_MAX_PORTS + i, &g.reflect_ports[i]) != 0)
-			return 1;
-	for (i = 0; i < g.o.n_ports; i++)
-		if (open_port(&g, g.o.specs[i], i, &g.ports[i]) != 0)
-			return 1;
-	plan_streams(&g);
-	g.fixed_headers = g.o.traffic.flows == 1 && g.o.traffic.hi == 0 &&
-			  g.o.traffic.n_sizes == 1;
-	g.fixed_size = traffic_size(&g.o.traffic, 0);
-	traffic_write_headers(&g.o.traffic, g.headers,
-			      (uint16_t)(g.fixed_size - RTE_ETHER_CRC_LEN), 0);
-	/* Let virtio-user and memif links come up before the clock starts. */
-	rte_delay_ms(500);
-	run_loop(&g);
-	drain(&g);
-	write_outputs(&g);
-	RTE_ETH_FOREACH_DEV(i) {
-		rte_eth_dev_stop((uint16_t)i);
-		rte_eth_dev_close((uint16_t)i);
+	if (setup(&g) == 0) {
+		/* Let virtio-user and memif links come up before the clock starts. */
+		rte_delay_ms(500);
+		run_loop(&g);
+		drain(&g);
+		write_outputs(&g);
+	} else {
+		rc = 1;
 	}
-	rte_eal_cleanup();
-	return 0;
+	teardown();
+	return rc;
 }

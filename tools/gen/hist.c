@@ -101,3 +101,24 @@ void hist_write_csv(const struct hist *h, FILE *f)
 				(unsigned long long)(hist_bucket_low(i) + bucket_width(i) - 1),
 				(unsigned long long)h->buckets[i]);
 }
+
+void hist_write_json(const struct hist *h, FILE *f)
+{
+	const char *sep = "";
+	unsigned int i;
+
+	fprintf(f, "{\"unit\": \"ns\", \"count\": %llu, \"overflow\": %llu, \"min\": %llu, "
+		"\"max\": %llu, \"mean\": %.3f, \"stdev\": %.3f, \"buckets\": [",
+		(unsigned long long)h->count, (unsigned long long)h->overflow,
+		(unsigned long long)(h->count ? h->min : 0), (unsigned long long)h->max,
+		hist_mean(h), hist_stdev(h));
+	for (i = 0; i < HIST_BUCKETS; i++) {
+		if (h->buckets[i] == 0)
+			continue;
+		fprintf(f, "%s\n  [%llu, %llu, %llu]", sep, (unsigned long long)hist_bucket_low(i),
+			(unsigned long long)(hist_bucket_low(i) + bucket_width(i) - 1),
+			(unsigned long long)h->buckets[i]);
+		sep = ",";
+	}
+	fprintf(f, "\n]}\n");
+}

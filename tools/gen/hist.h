@@ -32,5 +32,7 @@ unsigned int hist_index(uint64_t value);
 uint64_t hist_bucket_low(unsigned int index);
 /* "low_ns,high_ns,count" lines for every non-empty bucket. */
 void hist_write_csv(const struct hist *h, FILE *f);
+/* The same as one JSON object: summary figures and "buckets": [[low_ns, high_ns, count]...]. */
+void hist_write_json(const struct hist *h, FILE *f);
 
 #endif
