@@ -93,7 +93,7 @@ struct gen {
 	uint64_t reflected, reflect_dropped, foreign;
 	uint64_t stray;              /* frames that came back on a sending port (txrx) */
 	uint64_t passes, idle_passes;
-	uint64_t hz, t_measure_start, t_measure_end;   /* TSC */
+	uint64_t hz, t_measure_start, t_measure_end, t_stop;   /* TSC */
 	double start_s, end_s;
 	bool alternating;
 	struct alt alt;
@@ -453,6 +453,9 @@ static uint16_t send_burst(struct gen *g, struct sender *s, uint64_t tsc)
 	uint64_t bytes[GEN_BURST], total = 0;
 	uint16_t i, sent;
 
+	/* The loop reads the clock only now and then; no frame leaves after --duration. */
+	if (tsc >= g->t_stop)
+		return 0;
 	if (g->o.rate_pps > 0) {
 		if (tsc < s->next_tsc)
 			return 0;
@@ -729,6 +732,7 @@ static void run_loop(struct gen *g)
 	g->start_s = t;
 	g->t_measure_start = tsc0 + (uint64_t)(o->warmup * (double)g->hz);
 	g->t_measure_end = tsc0 + (uint64_t)((o->duration - o->cooldown) * (double)g->hz);
+	g->t_stop = tsc0 + (uint64_t)(o->duration * (double)g->hz);
 	if (g->alternating)
 		alt_start(&g->alt, t, tsc0);
 	while (!quit && t - g->start_s < o->duration) {
