@@ -203,6 +203,7 @@ def test_histogram_json_and_idle_fraction(workdir: Path) -> None:
     (["--vary", "vlan"], "--vary"),
     (["--alternate", "12"], "--alternate"),
     (["--alternate", "100,200"], "--alternate"),            # needs four txrx ports
+    (["--port", "null"] * 3 + ["--alternate", "999999,999998"], "--alternate"),  # no such
     (["--window", "0.2", "--settle", "0.3"], "--settle"),
 ])
 def test_bad_options_name_the_option(args: list[str], names: str) -> None:

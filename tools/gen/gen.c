@@ -247,6 +247,9 @@ static int check_options(struct opts *o)
 		return bad("alternate", "needs --role txrx with exactly two pairs, not --bidir");
 	if (o->settle >= o->window)
 		return bad("settle", "must be shorter than --window");
+	if (o->alternate[0] && (o->alternate[0] == o->alternate[1] ||
+				kill(o->alternate[0], 0) != 0 || kill(o->alternate[1], 0) != 0))
+		return bad("alternate", "two different processes this user may signal");
 	if (o->alternate[0] && o->duration / o->window > ALT_MAX_WINDOWS - 2)
 		return bad("window", "too short for --duration (at most 4094 windows)");
 	return 0;
