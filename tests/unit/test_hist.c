@@ -4,7 +4,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -59,12 +61,49 @@ static void empty_and_overflow(void **state)
 	assert_int_equal(hist_percentile(&h, 0.5), UINT64_C(1) << 40);
 }
 
+/* The JSON dump: the summary figures, and buckets whose counts add up to the count. */
+static void json_dump_adds_up(void **state)
+{
+	static struct hist h;
+	char buf[4096], *p;
+	unsigned long long lo, hi, c, total = 0, last_lo = 0;
+	FILE *f = tmpfile();
+	size_t n;
+	int rows = 0;
+
+	(void)state;
+	assert_non_null(f);
+	hist_init(&h);
+	hist_record(&h, 150);
+	hist_record(&h, 150);
+	hist_record(&h, 1000);
+	hist_record(&h, 123456);
+	hist_write_json(&h, f);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(buf, "\"count\": 4,"));
+	assert_non_null(strstr(buf, "\"min\": 150,"));
+	assert_non_null(strstr(buf, "\"max\": 123456,"));
+	for (p = strstr(buf, "\n  ["); p != NULL; p = strstr(p + 1, "\n  [")) {
+		assert_int_equal(sscanf(p, "\n  [%llu, %llu, %llu]", &lo, &hi, &c), 3);
+		assert_true(lo <= hi && (rows == 0 || lo > last_lo));
+		last_lo = lo;
+		total += c;
+		rows++;
+	}
+	assert_int_equal(rows, 3);
+	assert_int_equal(total, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(buckets_are_contiguous_and_within_one_percent),
 		cmocka_unit_test(percentiles_of_a_uniform_spread),
 		cmocka_unit_test(empty_and_overflow),
+		cmocka_unit_test(json_dump_adds_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
