@@ -1,201 +1,482 @@
 """sluicectl: the control CLI of sluiced (docs/cli.md).
 
-Each verb is one JSON-RPC method of the same name (docs/protocol.md). Output is a table for
-people by default, the daemon's JSON with --json.
+Each verb is the JSON-RPC method of the same name (docs/protocol.md) and each of its
+arguments a named parameter. sluicectl sends one request, prints the answer for people (or the
+daemon's `result` as JSON with --json) and exits 0 when done, 1 when the daemon refused, 2 on
+a usage error and 3 when no answer could be had from the daemon.
+
+The parts are pure where they can be: `make_parser` and `build_request` turn argv into a
+request, the `format_*` functions turn a result into text, `execute` maps errors to exit
+statuses around any callable that performs the request; only `main` touches the socket.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+import textwrap
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, TextIO
 
-from sluice.rpc import ConnectError, RpcClient, RpcError, default_socket
+from sluice import __version__
+from sluice.rpc import (
+    DEFAULT_SOCKET,
+    DEFAULT_TIMEOUT,
+    SOCKET_ENV,
+    ConnectError,
+    RpcClient,
+    RpcError,
+)
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
-
-Formatter = Callable[[Any], str]
+PROG = "sluicectl"
 
 
-def _verb(sub: argparse._SubParsersAction, name: str, help_text: str, example: str,
-          aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help_text, description=help_text, aliases=list(aliases),
-                       epilog=f"example: sluicectl {example}",
+class Exit(IntEnum):
+    """sluicectl's exit statuses."""
+
+    OK = 0
+    ERROR = 1         # the daemon answered with an error
+    USAGE = 2         # bad command line
+    UNREACHABLE = 3   # no answer: not running, wrong socket, connection lost, timeout
+
+
+Json = Any
+Transport = Callable[[str, Mapping[str, Any]], Json]
+
+
+# ---- verbs ----
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a verb; DEST is also the name of its JSON-RPC parameter."""
+
+    dest: str
+    help: str
+    optional: bool = False       # a positional that may be left out
+    option: str | None = None    # an option (--mode) rather than a positional
+    default: str | None = None   # sent when the option is not given
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One sluicectl verb: the JSON-RPC method of the same name."""
+
+    name: str
+    summary: str
+    description: str
+    examples: tuple[str, ...]
+    args: tuple[Arg, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+
+SWITCH = Arg("switch", "the switch's name", metavar="SWITCH")
+VERBS: tuple[Verb, ...] = (
+    Verb("version", "versions of sluiced, DPDK and the control protocol",
+         "Print the versions of sluiced, of the DPDK it runs on and of the control protocol.",
+         ("version",)),
+    Verb("add-switch", "create a switch",
+         "Create a switch named NAME with forwarding function MODE. The daemon checks MODE: "
+         "this release has 'patch' (port pairs); 'learn' and 'flow' are refused until they "
+         "arrive.",
+         ("add-switch br0", "add-switch br0 --mode patch"),
+         (Arg("name", "the new switch's name: 1 to 31 of A-Z a-z 0-9 _ - ., starting with "
+                      "a letter or digit", metavar="NAME"),
+          Arg("mode", "forwarding function: patch (default), learn or flow",
+              option="--mode", default="patch", metavar="MODE"))),
+    Verb("del-switch", "delete a switch and every port on it",
+         "Delete switch NAME. Its ports are stopped and removed with it.",
+         ("del-switch br0",),
+         (Arg("name", "the switch's name", metavar="NAME"),)),
+    Verb("list-switches", "list switches, their modes and ports",
+         "List every switch with its forwarding mode and the names of its ports.",
+         ("list-switches", "list-switches --json")),
+    Verb("add-port", "create a port from a spec and add it to a switch",
+         "Create the DPDK device described by SPEC, start it and add it to SWITCH as port "
+         "NAME. SPEC is KIND:key=value,... and is passed to the daemon as it is (see "
+         "docs/ports.md). Port names are unique in the daemon, not only in their switch.",
+         ("add-port br0 vm1 vhost-user:server,path=/run/sluice/vm1.sock",
+          "add-port br0 vm2 vhost-user:client,path=/var/lib/vms/vm2.sock",
+          "add-port br0 nic0 pci:0000:03:00.0"),
+         (SWITCH,
+          Arg("name", "the new port's name (same rules as switch names)", metavar="NAME"),
+          Arg("spec", "KIND:key=value,... e.g. tap:name=sl0, memif:server,socket=/tmp/m.sock",
+              metavar="SPEC"))),
+    Verb("del-port", "stop and remove a port",
+         "Remove port NAME from SWITCH (its link goes too), stop and remove its device.",
+         ("del-port br0 vm1",),
+         (SWITCH, Arg("name", "the port's name", metavar="NAME"))),
+    Verb("patch", "link two ports of a patch switch, both directions",
+         "Link PORT1 and PORT2 of a patch switch: what one receives the other sends, in both "
+         "directions. A port has at most one peer.",
+         ("patch br0 vm1 vm2",),
+         (SWITCH, Arg("port1", "one port", metavar="PORT1"),
+          Arg("port2", "the other port", metavar="PORT2"))),
+    Verb("unpatch", "remove a port's link",
+         "Remove the link of PORT, in both directions. What PORT and its former peer receive "
+         "is then dropped as 'unpatched'.",
+         ("unpatch br0 vm1",),
+         (SWITCH, Arg("port", "the port whose link goes", metavar="PORT"))),
+    Verb("list-ports", "list ports, of one switch or of all",
+         "List the ports of SWITCH, or of every switch: number, kind, link state, peer, the "
+         "worker that polls it, MAC address and spec.",
+         ("list-ports", "list-ports br0 --json"),
+         (Arg("switch", "only this switch's ports", optional=True, metavar="SWITCH"),)),
+    Verb("show", "switches, ports, links and workers at once",
+         "Show everything: the daemon's version, each switch with its mode, its ports (kind, "
+         "link, peer, worker, spec) and its links, then the workers and how busy they are.",
+         ("show", "show --json")),
+    Verb("stats", "counters per port, drops by reason, and the accounting check",
+         "Print one table per switch, one row per port: received packets and bytes, sent "
+         "packets and bytes, forwarded, dropped, packets the device missed, and every drop "
+         "reason that is not zero; then the switch's total and the check that every packet "
+         "received was forwarded or dropped (rx = forwarded + dropped). While traffic flows "
+         "the check may be off by the packets in flight.",
+         ("stats", "stats br0", "stats br0 --port vm1", "stats --json"),
+         (Arg("switch", "only this switch", optional=True, metavar="SWITCH"),
+          Arg("port", "only this port", option="--port", metavar="NAME")),
+         aliases=("get-stats",)),
+    Verb("clear-stats", "zero the counters",
+         "Zero the counters of every port of SWITCH, or of every port.",
+         ("clear-stats", "clear-stats br0"),
+         (Arg("switch", "only this switch's ports", optional=True, metavar="SWITCH"),)),
+)
+
+
+def find_verb(name: str) -> Verb:
+    """The verb called NAME or one of its aliases; KeyError if there is none."""
+    for verb in VERBS:
+        if name == verb.name or name in verb.aliases:
+            return verb
+    raise KeyError(name)
+
+
+# ---- command line ----
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 (wait for ever) or more: {text!r}")
+    return value
+
+
+def _add_verb(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+              verb: Verb) -> None:
+    examples = "\n".join(f"  {PROG} {e}" for e in verb.examples)
+    p = sub.add_parser(verb.name, aliases=list(verb.aliases), help=verb.summary,
+                       description=textwrap.fill(verb.description, 79), allow_abbrev=False,
+                       epilog=f"examples:\n{examples}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    for a in verb.args:
+        if a.option is not None:
+            default_note = f" (default {a.default})" if a.default is not None else ""
+            p.add_argument(a.option, dest=a.dest, default=a.default, metavar=a.metavar,
+                           help=a.help + default_note)
+        else:
+            p.add_argument(a.dest, nargs="?" if a.optional else None, metavar=a.metavar,
+                           help=a.help)
+    # --json after the verb too; SUPPRESS keeps a --json given before the verb.
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                   help="print the daemon's JSON answer")
-    p.set_defaults(verb=name)
-    return p
+                   help="print the daemon's result as JSON")
+    p.set_defaults(verb=verb.name)
 
 
 def make_parser() -> argparse.ArgumentParser:
+    """sluicectl's argument parser: global options, then one subcommand per verb."""
     ap = argparse.ArgumentParser(
-        prog="sluicectl",
-        description="Control a running sluiced: switches, ports, links and counters.",
-        epilog="Every verb takes --help. The socket is --socket, else $SLUICE_SOCKET, else "
-               "/run/sluice/sluiced.sock. Exit status: 0 ok, 1 the daemon refused, "
-               "2 usage, 3 daemon unreachable.")
-    ap.add_argument("--socket", default=None, help="sluiced's control socket")
-    ap.add_argument("--json", action="store_true", help="print the daemon's JSON answer")
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (30)")
-    sub = ap.add_subparsers(title="verbs", metavar="VERB")
-    sub.required = True
-
-    _verb(sub, "version", "versions of sluiced, DPDK and the protocol", "version")
-    p = _verb(sub, "add-switch", "create a switch", "add-switch br0 --mode patch")
-    p.add_argument("name")
-    p.add_argument("--mode", default="patch", help="forwarding function (patch)")
-    p = _verb(sub, "del-switch", "delete a switch and all its ports", "del-switch br0")
-    p.add_argument("name")
-    _verb(sub, "list-switches", "list switches", "list-switches")
-    p = _verb(sub, "add-port", "create a port from a spec (docs/ports.md) on a switch",
-              "add-port br0 vm1 vhost-user:server,path=/run/sluice/vm1.sock")
-    p.add_argument("switch")
-    p.add_argument("name")
-    p.add_argument("spec", help="KIND:key=value,... e.g. tap:name=sl0")
-    p = _verb(sub, "del-port", "delete a port", "del-port br0 vm1")
-    p.add_argument("switch")
-    p.add_argument("name")
-    p = _verb(sub, "patch", "link two ports of a patch switch, both directions",
-              "patch br0 vm1 vm2")
-    p.add_argument("switch")
-    p.add_argument("port1")
-    p.add_argument("port2")
-    p = _verb(sub, "unpatch", "remove a port's link", "unpatch br0 vm1")
-    p.add_argument("switch")
-    p.add_argument("port")
-    p = _verb(sub, "list-ports", "list ports, of one switch or all", "list-ports br0")
-    p.add_argument("switch", nargs="?")
-    _verb(sub, "show", "switches, ports, links and workers", "show")
-    p = _verb(sub, "stats", "counters and drops by reason, per port", "stats br0 --port vm1",
-              aliases=("get-stats",))
-    p.add_argument("switch", nargs="?")
-    p.add_argument("--port", help="only this port")
-    p = _verb(sub, "clear-stats", "zero the counters", "clear-stats br0")
-    p.add_argument("switch", nargs="?")
+        prog=PROG, allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Control a running sluiced: switches, ports, links and counters.\n"
+                    "Each VERB is one request to the daemon; 'sluicectl VERB --help' "
+                    "describes it.",
+        epilog="examples:\n"
+               f"  {PROG} add-switch br0\n"
+               f"  {PROG} add-port br0 vm1 vhost-user:server,path=/run/sluice/vm1.sock\n"
+               f"  {PROG} add-port br0 vm2 vhost-user:server,path=/run/sluice/vm2.sock\n"
+               f"  {PROG} patch br0 vm1 vm2\n"
+               f"  {PROG} show\n"
+               f"  {PROG} stats br0\n"
+               f"  {PROG} --socket /tmp/second.sock --json list-ports\n"
+               "\n"
+               "exit status: 0 done, 1 the daemon refused (its message and code on stderr),\n"
+               "2 usage error, 3 no answer from the daemon (not running, wrong socket,\n"
+               "connection lost, timeout). Reference: docs/cli.md.")
+    ap.add_argument("--socket", metavar="PATH", default=None,
+                    help=f"sluiced's control socket (default ${SOCKET_ENV}, else "
+                         f"{DEFAULT_SOCKET})")
+    ap.add_argument("--json", action="store_true", default=False,
+                    help="print the daemon's result as JSON (also accepted after the verb)")
+    ap.add_argument("--timeout", metavar="S", type=_timeout, default=DEFAULT_TIMEOUT,
+                    help=f"seconds to wait for the daemon, 0 for ever "
+                         f"(default {DEFAULT_TIMEOUT:g})")
+    ap.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = ap.add_subparsers(title="verbs", metavar="VERB", required=True)
+    for verb in VERBS:
+        _add_verb(sub, verb)
     return ap
 
 
 def build_request(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    """The JSON-RPC method and named params for parsed ARGS."""
-    verb: str = args.verb
-    keys = {
-        "version": [], "list-switches": [], "show": [],
-        "add-switch": ["name", "mode"], "del-switch": ["name"],
-        "add-port": ["switch", "name", "spec"], "del-port": ["switch", "name"],
-        "patch": ["switch", "port1", "port2"], "unpatch": ["switch", "port"],
-        "list-ports": ["switch"], "stats": ["switch", "port"], "clear-stats": ["switch"],
-    }[verb]
-    params = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
-    return verb, params
+    """The JSON-RPC method and named params for parsed ARGS. Arguments left out are not
+    sent; options with a default (add-switch --mode) always are."""
+    verb = find_verb(args.verb)
+    params = {a.dest: getattr(args, a.dest) for a in verb.args
+              if getattr(args, a.dest, None) is not None}
+    return verb.name, params
 
 
-def table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
-    """A plain text table; columns in RIGHT are right-aligned (numbers)."""
-    right = right or set()
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=False)]
+def resolve_socket(option: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
+    """The socket to use and where it came from: --socket, then $SLUICE_SOCKET (if not
+    empty), then the default."""
+    if option:
+        return option, "given by --socket"
+    if environ.get(SOCKET_ENV):
+        return environ[SOCKET_ENV], f"from ${SOCKET_ENV}"
+    return DEFAULT_SOCKET, "the default socket"
+
+
+# ---- output ----
+
+def cell(value: object) -> str:
+    """VALUE as a table cell: None is '-'."""
+    return "-" if value is None else str(value)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Collection[int] = (),
+          indent: str = "") -> str:
+    """A plain text table, columns two spaces apart; columns in RIGHT (numbers) are
+    right-aligned, header included. Trailing blanks are cut."""
+    text_rows = [[cell(c) for c in row] for row in [headers, *rows]]
+    widths = [max(len(r[i]) for r in text_rows) for i in range(len(headers))]
     lines = []
-    for row in [headers, *rows]:
-        cells = [str(c).rjust(w) if i in right else str(c).ljust(w)
+    for row in text_rows:
+        cells = [c.rjust(w) if i in right else c.ljust(w)
                  for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        lines.append("  ".join(cells).rstrip())
+        lines.append((indent + "  ".join(cells)).rstrip())
     return "\n".join(lines)
 
 
-def format_ports(ports: list[dict[str, Any]]) -> str:
+def format_version(r: Mapping[str, Any]) -> str:
+    return (f"sluiced {r.get('version', '?')} ({r.get('dpdk', 'DPDK ?')}, "
+            f"protocol {r.get('protocol', '?')})")
+
+
+def format_switches(switches: Sequence[Mapping[str, Any]]) -> str:
+    if not switches:
+        return "no switches"
+    rows = [[s.get("name"), s.get("mode"), ",".join(s.get("ports") or []) or None]
+            for s in switches]
+    return table(["switch", "mode", "ports"], rows)
+
+
+def format_ports(ports: Sequence[Mapping[str, Any]]) -> str:
     if not ports:
         return "no ports"
-    rows = [[p["name"], p["switch"], str(p["id"]), p["kind"], p["link"], p["peer"] or "-",
-             str(p["worker"]), p["spec"]] for p in ports]
-    return table(["port", "switch", "id", "kind", "link", "peer", "worker", "spec"], rows,
-                 {2, 6})
+    rows = [[p.get("name"), p.get("switch"), p.get("id"), p.get("kind"), p.get("link"),
+             p.get("peer"), p.get("worker"), p.get("mac"), p.get("spec")] for p in ports]
+    return table(["port", "switch", "id", "kind", "link", "peer", "worker", "mac", "spec"],
+                 rows, right={2, 6})
 
 
-def format_show(r: dict[str, Any]) -> str:
-    v = r["version"]
-    out = [f"sluiced {v['version']} ({v['dpdk']}, protocol {v['protocol']})"]
-    if not r["switches"]:
+def busy_percent(worker: Mapping[str, Any]) -> str:
+    """The share of a worker's cycles spent on packets, e.g. '12.5%'; '-' before any."""
+    busy, idle = worker.get("busy_cycles"), worker.get("idle_cycles")
+    if not isinstance(busy, int) or not isinstance(idle, int) or busy + idle <= 0:
+        return "-"
+    return f"{100.0 * busy / (busy + idle):.1f}%"
+
+
+def format_workers(workers: Sequence[Mapping[str, Any]], indent: str = "") -> str:
+    rows = [[w.get("id"), w.get("lcore"), w.get("packets"), w.get("loops"), busy_percent(w)]
+            for w in workers]
+    return table(["worker", "lcore", "packets", "loops", "busy"], rows, right={0, 1, 2, 3, 4},
+                 indent=indent)
+
+
+def format_show(r: Mapping[str, Any]) -> str:
+    """Like `ovs-vsctl show`: the daemon, each switch with its ports and links, the workers."""
+    version = r.get("version")
+    out = [format_version(version) if isinstance(version, Mapping) else "sluiced"]
+    switches = r.get("switches") or []
+    if not switches:
         out.append("no switches")
-    for s in r["switches"]:
-        out.append(f"switch {s['name']} (mode {s['mode']}, {len(s['ports'])} ports)")
-        for p in s["ports"]:
-            peer = f", peer {p['peer']}" if p.get("peer") else ""
-            out.append(f"    port {p['name']}: {p['kind']}, link {p['link']}{peer}, "
-                       f"mac {p['mac']}, worker {p['worker']}")
-            out.append(f"        {p['spec']}")
-        for a, b in s.get("links", []):
-            out.append(f"    link {a} <-> {b}")
-    for w in r["workers"]:
-        total = w["busy_cycles"] + w["idle_cycles"]
-        busy = 100.0 * w["busy_cycles"] / total if total else 0.0
-        out.append(f"worker {w['id']}: cpu {w['cpu']}, {w['rx_queues']} rx queues, "
-                   f"{w['packets']} packets, busy {busy:.1f}%")
+    for s in switches:
+        ports = s.get("ports") or []
+        count = f"{len(ports)} port{'' if len(ports) == 1 else 's'}" if ports else "no ports"
+        out.append(f"switch {s.get('name')}: mode {s.get('mode')}, {count}")
+        if ports:
+            rows = [[p.get("name"), p.get("id"), p.get("kind"), p.get("link"), p.get("peer"),
+                     p.get("worker"), p.get("spec")] for p in ports]
+            out.append(table(["port", "id", "kind", "link", "peer", "worker", "spec"], rows,
+                             right={1, 5}, indent="    "))
+        if ports and "links" in s:
+            links = ", ".join(" <-> ".join(str(x) for x in link) for link in s["links"])
+            out.append(f"    links: {links or 'none'}")
+    workers = r.get("workers") or []
+    out.append(format_workers(workers) if workers else "no workers")
     return "\n".join(out)
 
 
-def _drops(p: dict[str, Any]) -> str:
-    d = [f"{k}={v}" for k, v in p["drops"].items() if v]
-    return " ".join(d) or "-"
+STATS_COLUMNS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "forwarded", "dropped",
+                 "rx_missed")
+STATS_HEADERS = ("rx pkts", "rx bytes", "tx pkts", "tx bytes", "forwarded", "dropped",
+                 "rx missed")
 
 
-def format_stats(r: dict[str, Any]) -> str:
-    out = []
-    for s in r["switches"]:
-        rows = [[p["name"], str(p["rx_packets"]), str(p["rx_bytes"]), str(p["tx_packets"]),
-                 str(p["tx_bytes"]), str(p["forwarded"]), str(p["dropped"]),
-                 str(p["rx_missed"]), _drops(p)] for p in s["ports"]]
-        rows.append(["(total)", str(s["rx_packets"]), "", str(s["tx_packets"]), "",
-                     str(s["forwarded"]), str(s["dropped"]), "", _drops(s)])
-        out.append(f"switch {s['name']} (mode {s['mode']})")
-        out.append(table(["port", "rx pkts", "rx bytes", "tx pkts", "tx bytes", "forwarded",
-                          "dropped", "rx missed", "drops"], rows, set(range(1, 8))))
-        diff = s["rx_packets"] - s["forwarded"] - s["dropped"]
-        out.append("accounting: rx = forwarded + dropped: "
-                   + ("OK" if diff == 0 else f"differs by {diff} (traffic still flowing?)"))
+def nonzero_drops(drops: Mapping[str, int], order: Sequence[str] = ()) -> str:
+    """The drop reasons that are not zero, 'tx_full=12 link_down=3', in ORDER (the
+    protocol's drop_reasons) and then any other; '-' when there are none."""
+    names = [n for n in order if n in drops] + [n for n in drops if n not in order]
+    return " ".join(f"{n}={drops[n]}" for n in names if drops[n]) or "-"
+
+
+def accounting_check(switch: str, ports: Sequence[Mapping[str, Any]]) -> str:
+    """The line that says whether rx = forwarded + dropped holds for the switch's ports,
+    and if not by how much and on which ports; also flags a port whose drop reasons do
+    not add up to its dropped count."""
+    rx, fwd, dropped = (sum(int(p.get(k) or 0) for p in ports)
+                        for k in ("rx_packets", "forwarded", "dropped"))
+    diff = rx - fwd - dropped
+    line = f"accounting {switch}: rx {rx} "
+    if diff == 0:
+        line += f"= forwarded {fwd} + dropped {dropped}: OK"
+    else:
+        off = [f"{p.get('name')} {d:+d}" for p in ports
+               if (d := int(p.get("rx_packets") or 0) - int(p.get("forwarded") or 0)
+                   - int(p.get("dropped") or 0))]
+        line += (f"!= forwarded {fwd} + dropped {dropped}: differs by {diff:+d} "
+                 f"({', '.join(off)}); expected only while traffic flows")
+    odd = [str(p.get("name")) for p in ports
+           if isinstance(p.get("drops"), Mapping)
+           and sum(p["drops"].values()) != int(p.get("dropped") or 0)]
+    if odd:
+        line += f"; drop reasons do not add up to dropped on {', '.join(odd)}"
+    return line
+
+
+def format_stats(r: Mapping[str, Any]) -> str:
+    """One table per switch (a row per port and a total row), then its accounting check."""
+    order = r.get("drop_reasons") or ()
+    out: list[str] = []
+    for s in r.get("switches") or []:
+        name, ports = s.get("name"), s.get("ports") or []
+        out.append(f"switch {name} (mode {s.get('mode')})")
+        if not ports:
+            out.append("no ports")
+            continue
+        rows = [[p.get("name"), *(p.get(k) for k in STATS_COLUMNS),
+                 nonzero_drops(p.get("drops") or {}, order)] for p in ports]
+        total_drops: dict[str, int] = {}
+        for p in ports:
+            for reason, n in (p.get("drops") or {}).items():
+                total_drops[reason] = total_drops.get(reason, 0) + n
+        rows.append(["(total)", *(sum(int(p.get(k) or 0) for p in ports)
+                                  for k in STATS_COLUMNS),
+                     nonzero_drops(total_drops, order)])
+        out.append(table(["port", *STATS_HEADERS, "drops"], rows,
+                         right=range(1, len(STATS_COLUMNS) + 1)))
+        out.append(accounting_check(str(name), ports))
         out.append("")
     return "\n".join(out).rstrip() or "no switches"
 
 
-def format_result(verb: str, result: Any) -> str:
-    formatters: dict[str, Formatter] = {
-        "version": lambda r: f"sluiced {r['version']} ({r['dpdk']}, protocol {r['protocol']})",
-        "list-switches": lambda r: table(
-            ["switch", "mode", "ports"],
-            [[s["name"], s["mode"], ",".join(s["ports"]) or "-"] for s in r])
-        if r else "no switches",
-        "list-ports": format_ports,
-        "show": format_show,
-        "stats": format_stats,
-        "add-switch": lambda r: f"switch {r['name']} created (mode {r['mode']})",
-        "add-port": lambda r: f"port {r['name']} created: number {r['id']}, {r['kind']}, "
-                              f"link {r['link']}",
-    }
-    fmt = formatters.get(verb)
-    return fmt(result) if fmt else ""
+def format_result(verb: str, result: Json) -> str:
+    """RESULT of VERB as text for people; '' for verbs that have nothing to say on success
+    (del-switch, del-port, patch, unpatch, clear-stats)."""
+    match find_verb(verb).name:
+        case "version":
+            return format_version(result)
+        case "list-switches":
+            return format_switches(result)
+        case "list-ports":
+            return format_ports(result)
+        case "show":
+            return format_show(result)
+        case "stats":
+            return format_stats(result)
+        case "add-switch":
+            return f"switch {result.get('name')}: created, mode {result.get('mode')}"
+        case "add-port":
+            return (f"port {result.get('name')}: created on {result.get('switch')}, number "
+                    f"{result.get('id')}, {result.get('kind')}, link {result.get('link')}")
+        case _:
+            return ""
+
+
+# ---- running ----
+
+def unreachable_hint(e: ConnectError, origin: str) -> str:
+    """What to check when no answer came: depends on where it failed (E.stage). ORIGIN says
+    where the socket's path came from."""
+    match e.stage:
+        case "answer":
+            return f"is that sluiced's socket ({origin})?"
+        case "timeout":
+            return "is sluiced stuck? See its log, or wait longer with --timeout S."
+        case "lost":
+            return "did sluiced stop or crash? See its log."
+        case _:
+            return (f"is sluiced running, and on that socket ({origin})? Name another with "
+                    f"--socket PATH or ${SOCKET_ENV}.")
+
+
+def execute(args: argparse.Namespace, transport: Transport, origin: str,
+            stdout: TextIO, stderr: TextIO) -> int:
+    """Sends the request ARGS describe through TRANSPORT, prints the answer, returns the
+    exit status. ORIGIN says where the socket's path came from, for messages."""
+    method, params = build_request(args)
+    try:
+        result = transport(method, params)
+    except RpcError as e:
+        print(f"{PROG}: error: {e.message} (code {e.code})", file=stderr)
+        return Exit.ERROR
+    except ConnectError as e:
+        print(f"{PROG}: {e}; {unreachable_hint(e, origin)}", file=stderr)
+        return Exit.UNREACHABLE
+    if args.json:
+        text = json.dumps(result, indent=2)
+    else:
+        try:
+            text = format_result(method, result)
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            print(f"{PROG}: warning: the answer to '{method}' is not shaped as "
+                  f"docs/protocol.md says ({type(e).__name__}: {e}); here it is as JSON",
+                  file=stderr)
+            text = json.dumps(result, indent=2)
+    if text:
+        print(text, file=stdout)
+    return Exit.OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser()
+    """sluicectl: parse ARGV (default sys.argv[1:]), run one request, return the exit
+    status."""
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:
-        return EXIT_OK if e.code == 0 else EXIT_USAGE
-    method, params = build_request(args)
+        args = make_parser().parse_args(argv)
+    except SystemExit as e:        # --help, --version (0) or a usage error (2)
+        return Exit.OK if e.code in (0, None) else Exit.USAGE
+    path, origin = resolve_socket(args.socket, os.environ)
+    timeout: float | None = args.timeout or None
+
+    def transport(method: str, params: Mapping[str, Any]) -> Json:
+        with RpcClient(path, timeout) as rpc:
+            return rpc.request(method, params)
+
     try:
-        with RpcClient(args.socket or default_socket(), args.timeout) as rpc:
-            result = rpc.call(method, **params)
-    except ConnectError as e:
-        print(f"sluicectl: {e}; is sluiced running (or is --socket right)?", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    except RpcError as e:
-        print(f"sluicectl: error: {e.message} (code {e.code})", file=sys.stderr)
-        return EXIT_ERROR
-    text = json.dumps(result, indent=2) if args.json else format_result(args.verb, result)
-    if text:
-        print(text)
-    return EXIT_OK
+        return execute(args, transport, origin, sys.stdout, sys.stderr)
+    except BrokenPipeError:        # e.g. `sluicectl show | head -1`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return Exit.OK
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

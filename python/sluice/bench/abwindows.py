@@ -55,8 +55,10 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return q[0], statistics.median(values), q[2]
 
 
-def compare(windows: list[Window]) -> Comparison:
-    ratios = neighbour_ratios(windows)
+def compare(windows: list[Window], ratios: list[float] | None = None) -> Comparison:
+    """Medians per switch and the A/B ratio; RATIOS when pooled from several runs."""
+    if ratios is None:
+        ratios = neighbour_ratios(windows)
     if not ratios:
         raise ValueError("no window has neighbours of the other switch: run longer")
     q1, med, q3 = quartiles(ratios)

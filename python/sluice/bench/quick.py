@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from sluice.bench.abwindows import Comparison, Window, compare
+from sluice.bench.abwindows import Comparison, Window, compare, neighbour_ratios
 
 REPO = Path(__file__).resolve().parents[3]
 SLUICED = REPO / "build" / "src" / "sluiced"
@@ -104,24 +105,32 @@ class Switches:
 
 
 def run_generator(work: Path, size: int, args: argparse.Namespace, pids: tuple[int, int],
-                  out: Path) -> None:
+                  swapped: bool, duration: float, out: Path) -> None:
+    """sluiced's ports are the generator's pair A, testpmd's pair B; SWAPPED: the reverse."""
+    pairs = [("a0", "a1", pids[0]), ("b0", "b1", pids[1])]
+    if swapped:
+        pairs.reverse()
     ports = []
-    for p in ("a0", "a1", "b0", "b1"):
-        ports += ["--port", f"virtio-user:path={work}/{p}.sock"]
+    for tx, rx, _ in pairs:
+        ports += ["--port", f"virtio-user:path={work}/{tx}.sock",
+                  "--port", f"virtio-user:path={work}/{rx}.sock"]
     cmd = [str(GEN), "--cpu", str(args.gen_cpu), "--role", "txrx", *ports,
-           "--alternate", f"{pids[0]},{pids[1]}", "--window", str(args.window),
-           "--settle", str(args.settle), "--duration", str(args.duration),
+           "--alternate", f"{pairs[0][2]},{pairs[1][2]}", "--window", str(args.window),
+           "--settle", str(args.settle), "--duration", str(duration),
            "--size", str(size), "--rate", "max", "--out", str(out)]
-    print(f"  {size} B: {args.duration:.0f} s of {args.window:.1f} s windows ...",
+    order = "testpmd first" if swapped else "sluiced first"
+    print(f"  {size} B: {duration:.0f} s of {args.window:.1f} s windows, {order} ...",
           flush=True)
-    with open(work / f"gen-{size}.log", "wb") as log:
+    with open(out.with_suffix(".log"), "wb") as log:
         subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True,
-                       timeout=args.duration + 60)
+                       timeout=duration + 60)
 
 
-def load_windows(path: Path) -> list[Window]:
+def load_windows(path: Path, swapped: bool) -> list[Window]:
+    """Windows labelled A for sluiced and B for testpmd, whatever the generator's order."""
     data = json.loads(path.read_text())
-    return [Window(index=w["index"], switch=w["switch"], rx_pps=float(w["rx_pps"]),
+    flip = {"A": "B", "B": "A"} if swapped else {"A": "A", "B": "B"}
+    return [Window(index=w["index"], switch=flip[w["switch"]], rx_pps=float(w["rx_pps"]),
                    counted_s=float(w["counted_s"])) for w in data["windows"]]
 
 
@@ -138,17 +147,22 @@ def markdown_report(record: dict) -> str:
         "",
         f"Switch workers on CPU {record['switch_cpu']}, sluice-gen (generator and sink, one "
         f"loop) on CPU {record['gen_cpu']}; alternating {record['window_s']} s windows, the "
-        f"first {record['settle_s']} s of each not counted; the idle switch SIGSTOPped.",
+        f"first {record['settle_s']} s of each not counted; the idle switch SIGSTOPped. "
+        "Half the time with sluiced as the generator's first pair, half with testpmd "
+        "first; the ratios of both halves are pooled.",
         "",
         "| frame | sluiced Mpps | testpmd Mpps | ratio (median) | q1 | q3 | ratios | "
-        "counted s (sluiced/testpmd) | generator idle | generator bound |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "ratio, sluiced first / testpmd first | counted s (sluiced/testpmd) | "
+        "generator idle | generator bound |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in record["results"]:
         lines.append(
             f"| {r['size']} B | {r['a_median_pps'] / 1e6:.2f} | {r['b_median_pps'] / 1e6:.2f} "
             f"| {r['ratio_median']:.3f} | {r['ratio_q1']:.3f} | {r['ratio_q3']:.3f} | "
-            f"{r['n_ratios']} | {r['a_seconds']:.0f}/{r['b_seconds']:.0f} | "
+            f"{r['n_ratios']} | {r['ratio_by_order']['sluiced_first']:.3f} / "
+            f"{r['ratio_by_order']['testpmd_first']:.3f} | "
+            f"{r['a_seconds']:.0f}/{r['b_seconds']:.0f} | "
             f"{100 * r['gen_idle_fraction']:.1f} % | {r['generator_bound']} |")
     lines += ["", "Rates are received frames per second at the sink (L2, per direction). "
               "Absolute rates move with the host's placement of the vCPUs; the ratio is the "
@@ -188,15 +202,31 @@ def main(argv: list[str] | None = None) -> int:
         a = switches.start_sluiced()
         b = switches.start_testpmd()
         for size in (int(s) for s in args.sizes.split(",")):
-            out = work / f"gen-{size}.json"
-            run_generator(work, size, args, (a.pid, b.pid), out)
-            c = compare(load_windows(out))
-            gen = json.loads(out.read_text())
+            # The generator serves its two pairs in a fixed order; each order gets half the
+            # time, and the ratios of both are pooled, so a bias of position cancels.
+            ratios: list[float] = []
+            windows: list[Window] = []
+            by_order: dict[str, float] = {}
+            for swapped in (False, True):
+                out = work / f"gen-{size}-{int(swapped)}.json"
+                run_generator(work, size, args, (a.pid, b.pid), swapped, args.duration / 2,
+                              out)
+                part = load_windows(out, swapped)
+                part_ratios = neighbour_ratios(part)
+                by_order["testpmd_first" if swapped else "sluiced_first"] = \
+                    statistics.median(part_ratios) if part_ratios else float("nan")
+                ratios += part_ratios
+                windows += part
+                gen = json.loads(out.read_text())
+            c = compare(windows, ratios)
             print(report_line(size, c), flush=True)
+            print(f"{'':8}ratio by generator order: sluiced first "
+                  f"{by_order['sluiced_first']:.3f}, testpmd first "
+                  f"{by_order['testpmd_first']:.3f}", flush=True)
             print(f"{'':8}sluice-gen: idle {100 * gen['idle_fraction']:.1f}% of loop passes, "
                   f"{gen['not_accepted']} frames refused by full rings, {gen['lost']} lost",
                   flush=True)
-            results.append({"size": size, **asdict(c),
+            results.append({"size": size, **asdict(c), "ratio_by_order": by_order,
                             "gen_idle_fraction": gen["idle_fraction"],
                             "gen_not_accepted": gen["not_accepted"], "gen_lost": gen["lost"],
                             "generator_bound": gen["idle_fraction"] < 0.01})
