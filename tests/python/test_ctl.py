@@ -1,58 +1,422 @@
-"""sluicectl's pure parts: argv to JSON-RPC request, and the tables people read."""
+"""sluicectl's and the RPC client's pure parts: argv to JSON-RPC request, request and answer
+lines, the text people read, and the exit statuses. No daemon: the end-to-end tests are in
+tests/functional/."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import re
+from collections.abc import Mapping
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from sluice.ctl import EXIT_USAGE, build_request, format_stats, main, make_parser, table
+from sluice.ctl import (
+    VERBS,
+    Exit,
+    accounting_check,
+    build_request,
+    execute,
+    format_ports,
+    format_result,
+    format_show,
+    format_stats,
+    format_switches,
+    main,
+    make_parser,
+    nonzero_drops,
+    resolve_socket,
+    table,
+)
+from sluice.rpc import (
+    DEFAULT_SOCKET,
+    ConnectError,
+    ProtocolError,
+    RpcClient,
+    RpcError,
+    decode_answer,
+    default_socket,
+    encode_request,
+)
 
+REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "hairpin", "vlan",
+           "no_match", "action_drop"]
 
-@pytest.mark.parametrize(("argv", "method", "params"), [
+# ---- argv -> (method, params) ----
+
+REQUESTS: list[tuple[list[str], str, dict[str, str]]] = [
     (["version"], "version", {}),
     (["add-switch", "br0"], "add-switch", {"name": "br0", "mode": "patch"}),
     (["add-switch", "br0", "--mode", "learn"], "add-switch", {"name": "br0", "mode": "learn"}),
+    (["add-switch", "--mode", "no-such-mode", "br0"], "add-switch",
+     {"name": "br0", "mode": "no-such-mode"}),                    # the daemon validates
     (["del-switch", "br0"], "del-switch", {"name": "br0"}),
-    (["add-port", "br0", "vm1", "tap:name=t0"], "add-port",
-     {"switch": "br0", "name": "vm1", "spec": "tap:name=t0"}),
+    (["list-switches"], "list-switches", {}),
+    (["add-port", "br0", "vm1", "vhost-user:server,path=/tmp/vm1.sock"], "add-port",
+     {"switch": "br0", "name": "vm1", "spec": "vhost-user:server,path=/tmp/vm1.sock"}),
+    (["add-port", "br0", "nic0", "pci:0000:03:00.0"], "add-port",
+     {"switch": "br0", "name": "nic0", "spec": "pci:0000:03:00.0"}),
     (["del-port", "br0", "vm1"], "del-port", {"switch": "br0", "name": "vm1"}),
     (["patch", "br0", "a", "b"], "patch", {"switch": "br0", "port1": "a", "port2": "b"}),
     (["unpatch", "br0", "a"], "unpatch", {"switch": "br0", "port": "a"}),
     (["list-ports"], "list-ports", {}),
     (["list-ports", "br0"], "list-ports", {"switch": "br0"}),
-    (["stats", "br0", "--port", "a"], "stats", {"switch": "br0", "port": "a"}),
-    (["get-stats"], "stats", {}),
-    (["clear-stats"], "clear-stats", {}),
     (["show"], "show", {}),
-])
-def test_requests(argv: list[str], method: str, params: dict[str, str]) -> None:
+    (["stats"], "stats", {}),
+    (["stats", "br0"], "stats", {"switch": "br0"}),
+    (["stats", "--port", "a"], "stats", {"port": "a"}),
+    (["stats", "br0", "--port", "a"], "stats", {"switch": "br0", "port": "a"}),
+    (["get-stats", "br0"], "stats", {"switch": "br0"}),
+    (["clear-stats"], "clear-stats", {}),
+    (["clear-stats", "br0"], "clear-stats", {"switch": "br0"}),
+]
+
+
+@pytest.mark.parametrize(("argv", "method", "params"), REQUESTS)
+def test_argv_to_request(argv: list[str], method: str, params: dict[str, str]) -> None:
     assert build_request(make_parser().parse_args(argv)) == (method, params)
 
 
-def test_json_flag_before_or_after_verb() -> None:
-    assert make_parser().parse_args(["--json", "show"]).json
-    assert make_parser().parse_args(["show", "--json"]).json
-    assert not make_parser().parse_args(["show"]).json
+def test_every_verb_has_a_request_test() -> None:
+    tested = {argv[0] for argv, _, _ in REQUESTS}
+    names = {v.name for v in VERBS} | {a for v in VERBS for a in v.aliases}
+    assert tested == names
+    assert {v.name for v in VERBS} == {
+        "version", "add-switch", "del-switch", "list-switches", "add-port", "del-port",
+        "patch", "unpatch", "list-ports", "show", "stats", "clear-stats"}
 
 
-def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["add-port", "br0"]) == EXIT_USAGE
-    assert main(["no-such-verb"]) == EXIT_USAGE
-    assert "usage" in capsys.readouterr().err
+@pytest.mark.parametrize("argv", [
+    ["--json", "show"], ["show", "--json"], ["--json", "stats", "br0", "--json"],
+    ["stats", "br0", "--json", "--port", "a"], ["--json", "add-switch", "br0"],
+])
+def test_json_before_or_after_the_verb(argv: list[str]) -> None:
+    assert make_parser().parse_args(argv).json is True
 
+
+@pytest.mark.parametrize("argv", [["show"], ["stats", "br0"], ["add-port", "s", "p", "tap"]])
+def test_no_json_by_default(argv: list[str]) -> None:
+    assert make_parser().parse_args(argv).json is False
+
+
+def test_global_options() -> None:
+    args = make_parser().parse_args(["--socket", "/tmp/s.sock", "--timeout", "2.5", "show"])
+    assert (args.socket, args.timeout) == ("/tmp/s.sock", 2.5)
+    args = make_parser().parse_args(["show"])
+    assert (args.socket, args.timeout) == (None, 30.0)
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["no-such-verb"], ["add-port", "br0"], ["add-port", "br0", "vm1", "tap", "extra"],
+    ["add-switch"], ["del-port", "br0"], ["patch", "br0", "a"], ["unpatch", "br0"],
+    ["version", "extra"], ["stats", "--no-such-option"], ["--timeout", "-1", "show"],
+    ["--timeout", "soon", "show"], ["--timeout", "nan", "show"], ["--jso", "show"],
+])
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == Exit.USAGE == 2
+    captured = capsys.readouterr()
+    assert "usage: sluicectl" in captured.err and captured.out == ""
+
+
+@pytest.mark.parametrize("verb", [v.name for v in VERBS])
+def test_help_on_every_verb(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([verb, "--help"]) == Exit.OK
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: sluicectl {verb}")
+    assert f"examples:\n  sluicectl {verb}" in out
+
+
+def test_help_on_the_tool(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == Exit.OK
+    out = capsys.readouterr().out
+    for verb in VERBS:
+        assert re.search(rf"^    {re.escape(verb.name)}\b", out, re.M), verb.name
+    assert "--socket PATH" in out and "exit status" in out
+
+
+def test_socket_option_then_environment_then_default() -> None:
+    env = {"SLUICE_SOCKET": "/env.sock"}
+    assert resolve_socket("/opt.sock", env) == ("/opt.sock", "given by --socket")
+    assert resolve_socket(None, env) == ("/env.sock", "from $SLUICE_SOCKET")
+    assert resolve_socket(None, {}) == (DEFAULT_SOCKET, "the default socket")
+    assert resolve_socket(None, {"SLUICE_SOCKET": ""})[0] == DEFAULT_SOCKET
+    assert DEFAULT_SOCKET == "/run/sluice/sluiced.sock"
+    assert default_socket(env) == "/env.sock" and default_socket({}) == DEFAULT_SOCKET
+
+
+# ---- request and answer lines ----
+
+def test_request_line() -> None:
+    line = encode_request("add-port", {"switch": "br0", "name": "vm1",
+                                       "spec": "tap:name=a\nb"}, 7)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == {"jsonrpc": "2.0", "id": 7, "method": "add-port",
+                                "params": {"switch": "br0", "name": "vm1",
+                                           "spec": "tap:name=a\nb"}}
+    assert json.loads(encode_request("show", None, 1))["params"] == {}
+
+
+def test_notification_line_has_no_id() -> None:
+    assert "id" not in json.loads(encode_request("clear-stats", {}, None))
+
+
+def test_answer_result() -> None:
+    line = b'{"jsonrpc":"2.0","id":3,"result":{"name":"br0","mode":"patch"}}\n'
+    assert decode_answer(line, 3) == {"name": "br0", "mode": "patch"}
+    assert decode_answer(b'{"jsonrpc":"2.0","id":4,"result":null}\n', 4) is None
+
+
+@pytest.mark.parametrize("answer_id", [5, None])
+def test_answer_error(answer_id: int | None) -> None:
+    line = json.dumps({"jsonrpc": "2.0", "id": answer_id,
+                       "error": {"code": -32000, "message": "no switch named 'nope'"}})
+    with pytest.raises(RpcError) as e:
+        decode_answer(line.encode() + b"\n", 5)
+    assert (e.value.code, e.value.message, e.value.name) == (
+        -32000, "no switch named 'nope'", "not found")
+    assert str(e.value) == "no switch named 'nope' (code -32000)"
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    (b"", "without answering"),
+    (b'{"jsonrpc":"2.0","id":1,"res', "middle of an answer (after 28 bytes)"),
+])
+def test_connection_closed_before_the_whole_answer(line: bytes, words: str) -> None:
+    with pytest.raises(ConnectError) as e:
+        decode_answer(line, 1, "/x.sock")
+    assert not isinstance(e.value, ProtocolError)
+    assert words in str(e.value) and "/x.sock" in str(e.value)
+    assert e.value.stage == "lost"
+
+
+@pytest.mark.parametrize("line", [
+    b"hello\n", b"\xff\xfe\n", b"[1,2]\n", b'{"id":1,"result":{}}\n',
+    b'{"jsonrpc":"2.0","id":2,"result":{}}\n', b'{"jsonrpc":"2.0","id":1}\n',
+    b'{"jsonrpc":"2.0","id":1,"error":"bad"}\n',
+    b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}\n',
+    b'{"jsonrpc":"2.0","id":9,"error":{"code":-32000,"message":"m"}}\n',
+])
+def test_answers_that_make_no_sense(line: bytes) -> None:
+    with pytest.raises(ProtocolError) as e:
+        decode_answer(line, 1)
+    assert e.value.stage == "answer"
+
+
+def test_client_without_daemon(tmp_path: Path) -> None:
+    path = tmp_path / "nobody.sock"
+    with pytest.raises(ConnectError) as e:
+        RpcClient(path, timeout=1.0)
+    assert str(path) in str(e.value) and "no such socket" in str(e.value)
+    assert e.value.stage == "connect" and e.value.socket_path == str(path)
+
+
+# ---- text for people ----
 
 def test_table_aligns_numbers_right() -> None:
-    text = table(["port", "rx"], [["a", "5"], ["bb", "12345"]], {1})
-    assert text.splitlines() == ["port     rx", "a         5", "bb    12345"]
+    text = table(["port", "rx"], [["a", 5], ["bb", 12345], ["c", None]], {1})
+    assert text.splitlines() == ["port     rx", "a         5", "bb    12345", "c         -"]
 
 
-def test_stats_table_checks_accounting() -> None:
-    port = {"name": "vm1", "rx_packets": 10, "rx_bytes": 640, "tx_packets": 0, "tx_bytes": 0,
-            "forwarded": 7, "dropped": 3, "rx_missed": 0,
-            "drops": {"tx_full": 3, "link_down": 0}}
-    sw = {"name": "br0", "mode": "patch", "rx_packets": 10, "tx_packets": 0, "forwarded": 7,
-          "dropped": 3, "drops": {"tx_full": 3, "link_down": 0}, "ports": [port]}
-    text = format_stats({"switches": [sw]})
-    assert "tx_full=3" in text and "link_down" not in text
-    assert "rx = forwarded + dropped: OK" in text
-    sw["dropped"] = 1
-    assert "differs by 2" in format_stats({"switches": [sw]})
+def port_stats(name: str, rx: int, forwarded: int, drops: Mapping[str, int], tx: int = 0,
+               missed: int = 0) -> dict[str, Any]:
+    all_drops = {r: drops.get(r, 0) for r in REASONS}
+    return {"name": name, "rx_packets": rx, "rx_bytes": rx * 64, "tx_packets": tx,
+            "tx_bytes": tx * 64, "forwarded": forwarded, "dropped": sum(all_drops.values()),
+            "drops": all_drops, "rx_missed": missed}
+
+
+def stats_result(*switches: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    return {"switches": [{"name": n, "mode": "patch", "ports": ports} for n, ports in switches],
+            "workers": [], "drop_reasons": REASONS, "monotonic_ns": 1}
+
+
+def test_stats_table() -> None:
+    result = stats_result(("br0", [
+        port_stats("vm1", 1000, 988, {"tx_full": 12}),
+        port_stats("vm2", 20, 17, {"link_down": 1, "unpatched": 2}, tx=988, missed=4)]))
+    lines = format_stats(result).splitlines()
+    assert lines[0] == "switch br0 (mode patch)"
+    header, vm1, vm2, total, check = lines[1:]
+    assert header.split() == ["port", "rx", "pkts", "rx", "bytes", "tx", "pkts", "tx", "bytes",
+                              "forwarded", "dropped", "rx", "missed", "drops"]
+    assert vm1.split() == ["vm1", "1000", "64000", "0", "0", "988", "12", "0", "tx_full=12"]
+    assert vm2.split() == ["vm2", "20", "1280", "988", "63232", "17", "3", "4",
+                           "link_down=1", "unpatched=2"]
+    assert total.split() == ["(total)", "1020", "65280", "988", "63232", "1005", "15", "4",
+                             "tx_full=12", "link_down=1", "unpatched=2"]
+    # Numbers are right-aligned: each number column ends where its header ends.
+    for title in ("rx pkts", "rx bytes", "tx pkts", "tx bytes", "forwarded", "dropped",
+                  "rx missed"):
+        end = header.index(title) + len(title)
+        for row in (vm1, vm2, total):
+            assert row[end - 1] != " " and row[end] == " ", (title, row)
+    assert check == "accounting br0: rx 1020 = forwarded 1005 + dropped 15: OK"
+
+
+def test_stats_accounting_shows_the_difference() -> None:
+    result = stats_result(("br0", [port_stats("vm1", 1000, 900, {"tx_full": 68}),
+                                   port_stats("vm2", 10, 10, {})]))
+    check = format_stats(result).splitlines()[-1]
+    assert check.startswith("accounting br0: rx 1010 != forwarded 910 + dropped 68: ")
+    assert "differs by +32 (vm1 +32)" in check and "OK" not in check
+
+
+def test_accounting_flags_drop_reasons_that_do_not_add_up() -> None:
+    port = port_stats("vm1", 10, 5, {"malformed": 5})
+    assert "do not add up" not in accounting_check("br0", [port])
+    port["dropped"] = 5
+    port["drops"]["malformed"] = 4
+    assert accounting_check("br0", [port]).endswith(
+        ": OK; drop reasons do not add up to dropped on vm1")
+
+
+def test_stats_one_table_per_switch() -> None:
+    text = format_stats(stats_result(("br0", [port_stats("a", 1, 1, {})]), ("br1", [])))
+    assert text.count("switch br") == 2
+    assert "switch br1 (mode patch)\nno ports" in text
+    assert text.count("accounting ") == 1
+    assert format_stats(stats_result()) == "no switches"
+
+
+def test_drop_reasons_nonzero_only_in_protocol_order() -> None:
+    drops = {"vlan": 2, "tx_full": 1, "link_down": 0, "new_reason": 3}
+    assert nonzero_drops(drops, REASONS) == "tx_full=1 vlan=2 new_reason=3"
+    assert nonzero_drops({"tx_full": 0}, REASONS) == "-"
+
+
+def port_object(name: str, peer: str | None, number: int) -> dict[str, Any]:
+    return {"name": name, "switch": "br0", "id": number, "generation": 1,
+            "spec": f"vhost-user:server,path=/tmp/{name}.sock", "kind": "vhost-user",
+            "device": f"net_vhost_p{number}", "ethdev": number - 1, "link": "down",
+            "peer": peer, "mac": f"02:00:00:00:00:0{number}", "worker": 0}
+
+
+def test_show() -> None:
+    result = {"version": {"version": "0.1.0", "dpdk": "DPDK 22.11.11", "protocol": 1},
+              "workers": [{"id": 0, "lcore": 1, "loops": 9, "busy_cycles": 1,
+                           "idle_cycles": 3, "packets": 7}],
+              "switches": [{"name": "br0", "mode": "patch", "links": [["vm1", "vm2"]],
+                            "ports": [port_object("vm1", "vm2", 1),
+                                      port_object("vm2", "vm1", 2)]},
+                           {"name": "br1", "mode": "patch", "ports": [], "links": []}]}
+    lines = format_show(result).splitlines()
+    assert lines[0] == "sluiced 0.1.0 (DPDK 22.11.11, protocol 1)"
+    assert lines[1] == "switch br0: mode patch, 2 ports"
+    assert lines[2].split() == ["port", "id", "kind", "link", "peer", "worker", "spec"]
+    assert lines[3].split() == ["vm1", "1", "vhost-user", "down", "vm2", "0",
+                                "vhost-user:server,path=/tmp/vm1.sock"]
+    assert lines[3].startswith("    vm1")
+    assert lines[5] == "    links: vm1 <-> vm2"
+    assert lines[6] == "switch br1: mode patch, no ports"
+    assert lines[7].split() == ["worker", "lcore", "packets", "loops", "busy"]
+    assert lines[8].split() == ["0", "1", "7", "9", "25.0%"]
+
+
+def test_lists() -> None:
+    switches = [{"name": "br0", "mode": "patch", "ports": ["vm1", "vm2"]},
+                {"name": "br1", "mode": "patch", "ports": []}]
+    assert format_switches(switches).splitlines() == [
+        "switch  mode   ports", "br0     patch  vm1,vm2", "br1     patch  -"]
+    assert format_switches([]) == "no switches"
+    lines = format_ports([port_object("vm1", None, 1)]).splitlines()
+    assert lines[0].split() == ["port", "switch", "id", "kind", "link", "peer", "worker",
+                                "mac", "spec"]
+    assert lines[1].split() == ["vm1", "br0", "1", "vhost-user", "down", "-", "0",
+                                "02:00:00:00:00:01", "vhost-user:server,path=/tmp/vm1.sock"]
+    assert format_ports([]) == "no ports"
+
+
+@pytest.mark.parametrize(("verb", "result", "text"), [
+    ("version", {"version": "0.1.0", "dpdk": "DPDK 22.11.11", "protocol": 1},
+     "sluiced 0.1.0 (DPDK 22.11.11, protocol 1)"),
+    ("add-switch", {"name": "br0", "mode": "patch"}, "switch br0: created, mode patch"),
+    ("add-port", port_object("vm1", None, 1),
+     "port vm1: created on br0, number 1, vhost-user, link down"),
+    ("del-switch", {}, ""), ("del-port", {}, ""), ("patch", {}, ""), ("unpatch", {}, ""),
+    ("clear-stats", {}, ""), ("get-stats", stats_result(), "no switches"),
+])
+def test_result_text(verb: str, result: Any, text: str) -> None:
+    assert format_result(verb, result) == text
+
+
+# ---- exit statuses ----
+
+def run(argv: list[str], outcome: Any) -> tuple[int, str, str, list[tuple[str, Any]]]:
+    """Runs ARGV through execute() with a transport that returns OUTCOME, or raises it."""
+    sent: list[tuple[str, Any]] = []
+
+    def transport(method: str, params: Mapping[str, Any]) -> Any:
+        sent.append((method, dict(params)))
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    out, err = StringIO(), StringIO()
+    args: argparse.Namespace = make_parser().parse_args(argv)
+    status = execute(args, transport, "given by --socket", out, err)
+    return status, out.getvalue(), err.getvalue(), sent
+
+
+def test_success_prints_text() -> None:
+    status, out, err, sent = run(["add-switch", "br0"], {"name": "br0", "mode": "patch"})
+    assert (status, out, err) == (Exit.OK, "switch br0: created, mode patch\n", "")
+    assert sent == [("add-switch", {"name": "br0", "mode": "patch"})]
+
+
+def test_success_with_nothing_to_say_prints_nothing() -> None:
+    assert run(["del-switch", "br0"], {})[:3] == (Exit.OK, "", "")
+
+
+@pytest.mark.parametrize("argv", [["--json", "list-switches"], ["list-switches", "--json"]])
+def test_json_prints_the_raw_result(argv: list[str]) -> None:
+    result = [{"name": "br0", "mode": "patch", "ports": ["vm1"]}]
+    status, out, _, _ = run(argv, result)
+    assert status == Exit.OK and out == json.dumps(result, indent=2) + "\n"
+    assert run(["--json", "del-switch", "br0"], {})[1] == "{}\n"
+
+
+def test_daemon_error_exits_1() -> None:
+    status, out, err, _ = run(["del-switch", "nope"],
+                              RpcError(-32000, "no switch named 'nope'"))
+    assert (status, out) == (Exit.ERROR, "")
+    assert err == "sluicectl: error: no switch named 'nope' (code -32000)\n"
+
+
+def test_unreachable_exits_3_and_says_which_socket() -> None:
+    e = ConnectError("cannot reach sluiced at /x.sock: no such socket", "/x.sock")
+    status, out, err, _ = run(["show"], e)
+    assert (status, out) == (Exit.UNREACHABLE, "")
+    assert err.startswith("sluicectl: cannot reach sluiced at /x.sock: no such socket; ")
+    assert "given by --socket" in err and "--socket PATH" in err and "running" in err
+
+
+@pytest.mark.parametrize(("error", "words"), [
+    (ConnectError("sluiced at /x.sock closed the connection in the middle of an answer",
+                  "/x.sock", "lost"), "did sluiced stop or crash"),
+    (ConnectError("sluiced at /x.sock did not answer 'show' within 1 s", "/x.sock",
+                  "timeout"), "--timeout"),
+    (ProtocolError("sluiced at /x.sock answered with a line that is not JSON", "/x.sock"),
+     "is that sluiced's socket"),
+])
+def test_no_usable_answer_exits_3(error: ConnectError, words: str) -> None:
+    status, out, err, _ = run(["show"], error)
+    assert (status, out) == (Exit.UNREACHABLE, "")
+    assert str(error) in err and words in err
+
+
+def test_unexpected_answer_shape_falls_back_to_json() -> None:
+    status, out, err, _ = run(["list-ports"], {"not": "a list"})
+    assert status == Exit.OK
+    assert json.loads(out) == {"not": "a list"} and "warning" in err
+
+
+def test_main_without_daemon_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLUICE_SOCKET", str(tmp_path / "env.sock"))
+    assert main(["show"]) == Exit.UNREACHABLE == 3
+    assert f"{tmp_path}/env.sock" in capsys.readouterr().err
+    assert main(["--socket", str(tmp_path / "opt.sock"), "version"]) == Exit.UNREACHABLE
+    assert f"{tmp_path}/opt.sock" in capsys.readouterr().err
