@@ -4,6 +4,7 @@
  * arguments with defaults that suit a small machine, starts the workers and serves the
  * control socket until SIGINT or SIGTERM, then closes every port and frees the hugepages.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -159,6 +160,21 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return optind;
 }
 
+/* The DPDK file prefix in use: --file-prefix after "--" wins over sluice's own option. */
+static const char *file_prefix(const struct options *o, int argc, char **argv, int first)
+{
+	const char *prefix = o->file_prefix ? o->file_prefix : "sluiced";
+	int i;
+
+	for (i = first; i < argc; i++) {
+		if (strcmp(argv[i], "--file-prefix") == 0 && i + 1 < argc)
+			prefix = argv[i + 1];
+		else if (strncmp(argv[i], "--file-prefix=", 14) == 0)
+			prefix = argv[i] + 14;
+	}
+	return prefix;
+}
+
 static bool eal_has(int argc, char **argv, const char *const *names)
 {
 	int i, j;
@@ -265,6 +281,37 @@ static void block_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/*
+ * DPDK keeps a hugepage file while any allocation lives in it, and some of its own outlive
+ * rte_eal_cleanup(), so a clean exit could leave <prefix>map_* files behind. The prefix is
+ * ours alone (the EAL holds a lock on it while we run), so remove them from every hugetlbfs
+ * mount once DPDK is done.
+ */
+static void remove_own_hugepage_files(const char *prefix)
+{
+	char line[512], dir[256], type[64], path[PATH_MAX];
+	FILE *mounts = fopen("/proc/mounts", "r");
+	size_t len = strlen(prefix);
+	struct dirent *e;
+	DIR *d;
+
+	if (mounts == NULL)
+		return;
+	while (fgets(line, sizeof(line), mounts) != NULL) {
+		if (sscanf(line, "%*s %255s %63s", dir, type) != 2 || strcmp(type, "hugetlbfs") != 0)
+			continue;
+		d = opendir(dir);
+		while (d != NULL && (e = readdir(d)) != NULL)
+			if (strncmp(e->d_name, prefix, len) == 0 &&
+			    strncmp(e->d_name + len, "map_", 4) == 0 &&
+			    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+				unlink(path);
+		if (d != NULL)
+			closedir(d);
+	}
+	fclose(mounts);
+}
+
 static int run(const struct options *o)
 {
 	int rc = 1;
@@ -332,5 +379,6 @@ int main(int argc, char **argv)
 	wk_fini();
 	port_fini();
 	rte_eal_cleanup();
+	remove_own_hugepage_files(file_prefix(&o, argc, argv, first));
 	return rc;
 }
