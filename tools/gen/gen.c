@@ -1057,7 +1057,13 @@ static int setup(struct gen *g)
 	return 0;
 }
 
-/* Closes every port, so memif and vhost-user sockets are removed, then EAL. */
+/*
+ * Closes every port, so memif and vhost-user sockets are removed. No rte_eal_cleanup(): in
+ * DPDK 22.11 it fcloses the log stream while memif's interrupt thread may still be logging
+ * its disconnect, and the two deadlock on stdio's locks (seen here: a run hung for minutes).
+ * With the default --in-memory (or --huge-unlink) nothing outlives the process, so exit()
+ * frees all the EAL would.
+ */
 static void teardown(void)
 {
 	uint16_t i;
@@ -1066,7 +1072,6 @@ static void teardown(void)
 		rte_eth_dev_stop(i);
 		rte_eth_dev_close(i);
 	}
-	rte_eal_cleanup();
 }
 
 static void catch_signals(void)
