@@ -59,13 +59,13 @@ install_debian_packages() {
 		|| die "apt-get install failed for: $missing"
 }
 
-python_packages=(pytest scapy ruff)
+python_packages=(pytest pytest-timeout scapy ruff)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, scapy' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi
