@@ -22,10 +22,12 @@
 
 #include "log.h"
 #include "port.h"
+#include "switch.h"
 
 #define CTL_MAX_CLIENTS 64
 #define CTL_LINE_MAX (64 * 1024)
-#define CTL_TICK_MS 500     /* link states are re-read this often */
+#define CTL_LINK_MS 500          /* link states are re-read this often */
+#define CTL_HOUSEKEEPING_MS 10   /* learning and aging, when a switch has any */
 
 struct client {
 	int fd;
@@ -382,7 +384,8 @@ static int make_signal_fd(void)
 int ctl_serve(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, events[16];
-	int epfd, sigfd, n, i;
+	int epfd, sigfd, n, i, timeout = CTL_LINK_MS;
+	uint64_t last_links = 0, now;
 	bool running = true;
 
 	epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -396,7 +399,7 @@ int ctl_serve(void)
 	ev.data.u32 = UINT32_MAX;
 	epoll_ctl(epfd, EPOLL_CTL_ADD, sigfd, &ev);
 	while (running) {
-		n = epoll_wait(epfd, events, RTE_DIM(events), CTL_TICK_MS);
+		n = epoll_wait(epfd, events, RTE_DIM(events), timeout);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (i = 0; i < n; i++) {
@@ -414,7 +417,12 @@ int ctl_serve(void)
 				read_client(epfd, tag - 1);
 			}
 		}
-		refresh_links();
+		timeout = sw_tick_all() ? CTL_HOUSEKEEPING_MS : CTL_LINK_MS;
+		now = rte_get_timer_cycles() / (rte_get_timer_hz() / 1000);
+		if (now - last_links >= CTL_LINK_MS) {
+			refresh_links();
+			last_links = now;
+		}
 	}
 	close(sigfd);
 	close(epfd);

@@ -13,6 +13,7 @@
 #include <rte_version.h>
 
 #include "ctl.h"
+#include "fwd_learn.h"
 #include "log.h"
 #include "sluice_version.h"
 #include "switch.h"
@@ -206,6 +207,17 @@ static json_t *port_stats_json(struct port *p, struct port_totals *sum)
 	return o;
 }
 
+/* A learn switch's own counters (learned, moved, aged, limits...) and table size. */
+static void add_learn_counters(json_t *o, struct sw *s)
+{
+	const char *names[SW_MAX_PORTS] = { 0 };
+	json_t *d = s->ops->describe(s->fwd, names);
+
+	json_object_set(o, "learn", json_object_get(d, "learn"));
+	json_object_set(o, "entries", json_object_get(d, "entries"));
+	json_decref(d);
+}
+
 static json_t *switch_stats_json(struct sw *s, const char *only_port)
 {
 	struct port_totals sum = { 0 };
@@ -222,6 +234,8 @@ static json_t *switch_stats_json(struct sw *s, const char *only_port)
 	json_object_set_new(o, "name", json_string(s->name));
 	json_object_set_new(o, "mode", json_string(s->ops->mode));
 	json_object_set_new(o, "ports", ports);
+	if (s->ops == &fwd_learn_ops)
+		add_learn_counters(o, s);
 	return o;
 }
 
@@ -279,10 +293,31 @@ static json_t *m_version(json_t *params, struct ctl_error *e)
 			 "protocol", CTL_PROTOCOL_VERSION);
 }
 
+/* Ranges of add-switch's and set-switch's learn parameters, when present. */
+static int check_learn_params(json_t *params, struct ctl_error *e)
+{
+	json_t *aging = json_object_get(params, "aging");
+	json_t *max = json_object_get(params, "max_entries");
+
+	if (aging != NULL && json_integer_value(aging) > LEARN_MAX_AGING) {
+		fail(e, CTL_INVALID_PARAMS, "'aging' must be 0 (never) to %d seconds",
+		     LEARN_MAX_AGING);
+		return -1;
+	}
+	if (max != NULL && (json_integer_value(max) < LEARN_MIN_ENTRIES ||
+			    json_integer_value(max) > LEARN_MAX_ENTRIES)) {
+		fail(e, CTL_INVALID_PARAMS, "'max_entries' must be %d to %d", LEARN_MIN_ENTRIES,
+		     LEARN_MAX_ENTRIES);
+		return -1;
+	}
+	return 0;
+}
+
 static json_t *m_add_switch(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
-		{ "name", P_NAME, true }, { "mode", P_STRING, false }, { NULL, 0, false } };
+		{ "name", P_NAME, true }, { "mode", P_STRING, false }, { "aging", P_UINT, false },
+		{ "max_entries", P_UINT, false }, { NULL, 0, false } };
 	const char *mode;
 	char err[256];
 	struct sw *s;
@@ -293,8 +328,14 @@ static json_t *m_add_switch(json_t *params, struct ctl_error *e)
 	if (sw_find(str(params, "name")) != NULL)
 		return fail(e, CTL_EXISTS, "a switch named '%s' exists", str(params, "name"));
 	if (fwd_find(mode) == NULL)
-		return fail(e, CTL_INVALID_PARAMS, "unknown mode '%s' (this release has: patch)",
-			    mode);
+		return fail(e, CTL_INVALID_PARAMS, "unknown mode '%s' (this release has: patch, "
+			    "learn)", mode);
+	if (strcmp(mode, "learn") != 0 && (json_object_get(params, "aging") != NULL ||
+					   json_object_get(params, "max_entries") != NULL))
+		return fail(e, CTL_INVALID_PARAMS, "'aging' and 'max_entries' apply to learn "
+			    "mode only");
+	if (check_learn_params(params, e) != 0)
+		return NULL;
 	s = sw_create(str(params, "name"), mode, params, err, sizeof(err));
 	if (s == NULL)
 		return fail(e, CTL_LIMIT, "%s", err);
@@ -553,6 +594,226 @@ static json_t *m_clear_stats(json_t *params, struct ctl_error *e)
 	return json_object();
 }
 
+/* ---- learn mode: set-switch, set-port, fdb-* ---- */
+
+static struct sw *find_learn_switch(json_t *params, struct ctl_error *e)
+{
+	struct sw *s = find_switch(params, "switch", e);
+
+	if (s != NULL && s->ops != &fwd_learn_ops) {
+		fail(e, CTL_WRONG_STATE, "switch '%s' is in %s mode; this applies to learn "
+		     "switches", s->name, s->ops->mode);
+		return NULL;
+	}
+	return s;
+}
+
+static json_t *m_set_switch(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "aging", P_UINT, false }, { NULL, 0, false } };
+	char err[256];
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || check_learn_params(params, e) != 0 ||
+	    (s = find_learn_switch(params, e)) == NULL)
+		return NULL;
+	if (json_object_get(params, "aging") == NULL)
+		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: aging)");
+	if (fwd_learn_set_aging(s->fwd, (uint32_t)json_integer_value(json_object_get(params,
+				"aging")), err, sizeof(err)) != 0)
+		return fail(e, CTL_INVALID_PARAMS, "%s", err);
+	return json_object();
+}
+
+/* Parses a VLAN list, "all" or "10,20,100-200" (0: untagged frames), into ALLOWED. */
+static int parse_trunks(const char *text, uint64_t *allowed, struct ctl_error *e)
+{
+	const char *p = text;
+	char *end;
+	long lo, hi;
+
+	memset(allowed, 0, LEARN_VLANS / 8);
+	if (strcmp(text, "all") == 0) {
+		memset(allowed, 0xff, LEARN_VLANS / 8);
+		return 0;
+	}
+	do {
+		lo = hi = strtol(p, &end, 10);
+		if (end != p && *end == '-')
+			hi = strtol(p = end + 1, &end, 10);
+		if (end == p || lo < 0 || hi > 4094 || lo > hi || (*end != ',' && *end != 0)) {
+			fail(e, CTL_INVALID_PARAMS, "'trunks': '%s' is not 'all' or a list of VLANs "
+			     "0-4094 and ranges such as 0,10,100-200", text);
+			return -1;
+		}
+		for (; lo <= hi; lo++)
+			allowed[lo / 64] |= UINT64_C(1) << (lo % 64);
+		p = end + 1;
+	} while (*end == ',');
+	return 0;
+}
+
+/* The VLAN configuration set-port's PARAMS ask for; 1 when they ask for none. */
+static int vlan_cfg(json_t *params, struct learn_vlan_cfg *cfg, struct ctl_error *e)
+{
+	const char *mode = str(params, "vlan_mode"), *trunks = str(params, "trunks");
+	json_t *tag = json_object_get(params, "tag");
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (mode == NULL) {
+		if (tag != NULL || trunks != NULL) {
+			fail(e, CTL_INVALID_PARAMS, "'tag' and 'trunks' need 'vlan_mode'");
+			return -1;
+		}
+		return 1;
+	}
+	if (strcmp(mode, "access") == 0) {
+		if (tag == NULL || json_integer_value(tag) < 1 || json_integer_value(tag) > 4094 ||
+		    trunks != NULL) {
+			fail(e, CTL_INVALID_PARAMS, "vlan_mode access takes 'tag' (1-4094) and no "
+			     "'trunks'");
+			return -1;
+		}
+		cfg->access_tag = (uint16_t)json_integer_value(tag);
+		return 0;
+	}
+	if (strcmp(mode, "trunk") == 0) {
+		if (tag != NULL) {
+			fail(e, CTL_INVALID_PARAMS, "vlan_mode trunk takes 'trunks', not 'tag'");
+			return -1;
+		}
+		return parse_trunks(trunks != NULL ? trunks : "all", cfg->allowed, e);
+	}
+	fail(e, CTL_INVALID_PARAMS, "'vlan_mode' must be access or trunk, not '%s'", mode);
+	return -1;
+}
+
+static json_t *m_set_port(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "name", P_STRING, true },
+		{ "vlan_mode", P_STRING, false }, { "tag", P_UINT, false },
+		{ "trunks", P_STRING, false }, { "learn_limit", P_UINT, false },
+		{ NULL, 0, false } };
+	json_t *limit = json_object_get(params, "learn_limit");
+	struct learn_vlan_cfg cfg;
+	struct port *p;
+	struct sw *s;
+	int rc;
+
+	if (check_params(params, defs, e) != 0 || (s = find_learn_switch(params, e)) == NULL ||
+	    (p = find_port(s, params, "name", e)) == NULL || (rc = vlan_cfg(params, &cfg, e)) < 0)
+		return NULL;
+	if (limit != NULL && json_integer_value(limit) > LEARN_MAX_ENTRIES)
+		return fail(e, CTL_INVALID_PARAMS, "'learn_limit' must be 0 (none) to %d",
+			    LEARN_MAX_ENTRIES);
+	if (rc == 1 && limit == NULL)
+		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: vlan_mode, tag, "
+			    "trunks, learn_limit)");
+	if (rc == 0)
+		fwd_learn_set_vlan(s->fwd, p->sw_index, &cfg);
+	if (limit != NULL)
+		fwd_learn_set_limit(s->fwd, p->sw_index, (uint32_t)json_integer_value(limit));
+	return json_object();
+}
+
+static int parse_mac(json_t *params, struct rte_ether_addr *mac, struct ctl_error *e)
+{
+	const char *text = str(params, "mac");
+
+	if (rte_ether_unformat_addr(text, mac) != 0) {
+		fail(e, CTL_INVALID_PARAMS, "'mac': '%s' is not a MAC address like "
+		     "02:00:00:00:00:01", text);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_vlan(json_t *params, uint16_t *vlan, struct ctl_error *e)
+{
+	json_t *v = json_object_get(params, "vlan");
+
+	*vlan = v != NULL ? (uint16_t)json_integer_value(v) : 0;
+	if (v != NULL && json_integer_value(v) > 4094) {
+		fail(e, CTL_INVALID_PARAMS, "'vlan' must be 0 (untagged) to 4094");
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *m_fdb_add(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "mac", P_STRING, true }, { "port", P_STRING, true },
+		{ "vlan", P_UINT, false }, { NULL, 0, false } };
+	struct rte_ether_addr mac;
+	char err[256];
+	struct port *p;
+	uint16_t vlan;
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_learn_switch(params, e)) == NULL ||
+	    (p = find_port(s, params, "port", e)) == NULL || parse_mac(params, &mac, e) != 0 ||
+	    parse_vlan(params, &vlan, e) != 0)
+		return NULL;
+	if (!rte_is_unicast_ether_addr(&mac) || rte_is_zero_ether_addr(&mac))
+		return fail(e, CTL_INVALID_PARAMS, "'mac': a table entry is for one station: a "
+			    "unicast, non-zero address");
+	if (fwd_learn_fdb_add(s->fwd, mac.addr_bytes, vlan, p->sw_index, err, sizeof(err)) != 0)
+		return fail(e, CTL_LIMIT, "%s", err);
+	return json_object();
+}
+
+static json_t *m_fdb_del(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "mac", P_STRING, true }, { "vlan", P_UINT, false },
+		{ NULL, 0, false } };
+	struct rte_ether_addr mac;
+	uint16_t vlan;
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_learn_switch(params, e)) == NULL ||
+	    parse_mac(params, &mac, e) != 0 || parse_vlan(params, &vlan, e) != 0)
+		return NULL;
+	if (!fwd_learn_fdb_del(s->fwd, mac.addr_bytes, vlan))
+		return fail(e, CTL_NOT_FOUND, "no entry for %s in VLAN %u", str(params, "mac"),
+			    vlan);
+	return json_object();
+}
+
+static json_t *m_fdb_flush(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "port", P_STRING, false }, { NULL, 0, false } };
+	struct port *p = NULL;
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_learn_switch(params, e)) == NULL)
+		return NULL;
+	if (str(params, "port") != NULL && (p = find_port(s, params, "port", e)) == NULL)
+		return NULL;
+	return json_pack("{si}", "flushed",
+			 fwd_learn_fdb_flush(s->fwd, p != NULL ? p->sw_index : -1));
+}
+
+static json_t *m_fdb_show(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = { { "switch", P_STRING, true }, { NULL, 0, false } };
+	const char *names[SW_MAX_PORTS] = { 0 };
+	unsigned int i;
+	struct sw *s;
+
+	if (check_params(params, defs, e) != 0 || (s = find_learn_switch(params, e)) == NULL)
+		return NULL;
+	for (i = 0; i < SW_MAX_PORTS; i++)
+		if (s->ports[i] != NULL)
+			names[i] = s->ports[i]->name;
+	return json_pack("{ss so}", "switch", s->name, "entries",
+			 fwd_learn_fdb_json(s->fwd, names));
+}
+
 static const struct {
 	const char *name;
 	json_t *(*fn)(json_t *params, struct ctl_error *e);
@@ -570,6 +831,12 @@ static const struct {
 	{ "stats", m_stats },
 	{ "get-stats", m_stats },
 	{ "clear-stats", m_clear_stats },
+	{ "set-switch", m_set_switch },
+	{ "set-port", m_set_port },
+	{ "fdb-add", m_fdb_add },
+	{ "fdb-del", m_fdb_del },
+	{ "fdb-flush", m_fdb_flush },
+	{ "fdb-show", m_fdb_show },
 };
 
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)

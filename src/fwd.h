@@ -40,10 +40,22 @@
  * the received array as it is, without staging, as testpmd's io forwarding does.
  */
 struct fwd_burst {
+	uint16_t worker;                /* the worker calling, for per-worker state; set once */
 	uint16_t uniform;               /* FWD_OUT_MIXED, a port index, or FWD_OUT_DROP */
 	uint16_t out[FWD_MAX_BURST];    /* switch port index, FWD_OUT_DROP or FWD_OUT_FLOOD */
 	uint8_t drop[FWD_MAX_BURST];    /* enum stats_drop, when out[i] == FWD_OUT_DROP */
 	uint64_t flood[FWD_MAX_BURST];  /* port bitmap, when out[i] == FWD_OUT_FLOOD */
+	/*
+	 * Copies the function made of flooded packets, for outputs that need a changed frame
+	 * (a VLAN tag pushed or popped): each goes to the ports of its set, as flood copies of
+	 * an input already counted. Never used together with UNIFORM. The worker sets N_EXTRA
+	 * to 0 before each call.
+	 */
+	uint16_t n_extra;
+	struct {
+		struct rte_mbuf *m;
+		uint64_t set;
+	} extra[FWD_MAX_BURST];
 };
 
 /* One step of a trace: what the forwarding function did with a described packet and why. */
@@ -72,9 +84,18 @@ struct fwd_ops {
 
 	/* Mode-specific description for `show` (links, table sizes, ...). Optional. */
 	json_t *(*describe)(void *state, const char *const *port_names);
+
+	/*
+	 * Housekeeping off the hot path (learning, aging), called by the control thread every
+	 * few milliseconds. Returns true when it deleted something whose memory may be reused
+	 * only after an RCU grace period; reclaim() is then called after one. Both optional.
+	 */
+	bool (*tick)(void *state);
+	void (*reclaim)(void *state);
 };
 
 extern const struct fwd_ops fwd_patch_ops;
+extern const struct fwd_ops fwd_learn_ops;
 
 /* The ops for MODE, or NULL when no forwarding function has that name. */
 const struct fwd_ops *fwd_find(const char *mode);

@@ -8,6 +8,8 @@
 
 #include <rte_malloc.h>
 
+#include "worker.h"
+
 static struct sw *sw_table[SW_MAX];
 
 struct sw *sw_find(const char *name)
@@ -33,7 +35,7 @@ struct sw *sw_create(const char *name, const char *mode, const json_t *params,
 	struct sw *s;
 
 	if (ops == NULL) {
-		snprintf(err, err_len, "unknown mode '%s' (this release has: patch)", mode);
+		snprintf(err, err_len, "unknown mode '%s' (this release has: patch, learn)", mode);
 		return NULL;
 	}
 	for (slot = 0; slot < SW_MAX && sw_table[slot] != NULL; slot++)
@@ -91,4 +93,23 @@ void sw_detach_port(struct sw *s, struct port *p)
 	__atomic_store_n(&s->ports[p->sw_index], NULL, __ATOMIC_RELEASE);
 	s->ops->port_removed(s->fwd, p->sw_index);
 	s->n_ports--;
+}
+
+bool sw_tick_all(void)
+{
+	bool any = false, reclaim = false;
+	unsigned int i;
+
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_table[i] != NULL && sw_table[i]->ops->tick != NULL) {
+			any = true;
+			reclaim |= sw_table[i]->ops->tick(sw_table[i]->fwd);
+		}
+	if (!reclaim)
+		return any;
+	wk_synchronize();
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_table[i] != NULL && sw_table[i]->ops->reclaim != NULL)
+			sw_table[i]->ops->reclaim(sw_table[i]->fwd);
+	return any;
 }

@@ -33,6 +33,12 @@ int sw_attach_port(struct sw *s, struct port *p);
 /* Takes P out of S (workers may still hold it until the next grace period). */
 void sw_detach_port(struct sw *s, struct port *p);
 
+/*
+ * Runs every switch's housekeeping (fwd_ops.tick), then one RCU grace period and the
+ * reclaims if any asked for it. Control thread. Returns true when some switch has a tick.
+ */
+bool sw_tick_all(void);
+
 static inline struct port *sw_port(struct sw *s, uint16_t index)
 {
 	return __atomic_load_n(&s->ports[index], __ATOMIC_ACQUIRE);

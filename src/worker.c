@@ -97,28 +97,44 @@ static void stage(struct worker *w, uint16_t o, struct rte_mbuf *m, uint8_t is_c
 }
 
 /*
- * A flooded packet goes to every port of SET but its input: one reference per copy, so no
- * bytes are copied. A forwarding function that must change a copy's headers (VLAN) makes its
- * own copy first (fwd.h). Returns false, staging nothing, when the input is the only member.
+ * Stages M on every port of SET (not empty), one reference each, so no bytes are copied.
+ * Every one is a flood copy: the input packet counts as forwarded once, when it is flooded,
+ * and a copy an output does not take counts on that output (stats.h).
  */
-static bool stage_flood(struct worker *w, uint16_t in, struct rte_mbuf *m, uint64_t set)
+static void stage_copies(struct worker *w, struct rte_mbuf *m, uint64_t set)
 {
-	uint16_t copies, o;
-	bool first = true;
+	uint16_t copies = (uint16_t)__builtin_popcountll(set), o;
 
-	set &= ~(UINT64_C(1) << in);
-	copies = (uint16_t)__builtin_popcountll(set);
-	if (copies == 0)
-		return false;
 	if (copies > 1)
 		rte_mbuf_refcnt_update(m, (int16_t)(copies - 1));
 	while (set != 0) {
 		o = (uint16_t)__builtin_ctzll(set);
 		set &= set - 1;
-		stage(w, o, m, first ? 0 : 1);
-		first = false;
+		stage(w, o, m, 1);
 	}
+}
+
+/*
+ * A flooded packet goes to every port of SET but its input. A forwarding function that must
+ * change a copy's headers (VLAN) makes its own copy first (fwd.h). Returns false, staging
+ * nothing, when the input is the only member.
+ */
+static bool stage_flood(struct worker *w, uint16_t in, struct rte_mbuf *m, uint64_t set)
+{
+	set &= ~(UINT64_C(1) << in);
+	if (set == 0)
+		return false;
+	stage_copies(w, m, set);
 	return true;
+}
+
+/* Stages a copy a forwarding function made (fwd.h, extra[]) on every port of SET. */
+static void stage_extra(struct worker *w, struct rte_mbuf *m, uint64_t set)
+{
+	if (set == 0)
+		rte_pktmbuf_free(m);
+	else
+		stage_copies(w, m, set);
 }
 
 /* Why the packets staged for an output that cannot take them are dropped, or -1 if it can. */
@@ -225,6 +241,7 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	stats_add(&ic->rx_bytes, bytes);
 
 	fb->uniform = FWD_OUT_MIXED;
+	fb->n_extra = 0;
 	s->ops->process(s->fwd, in->sw_index, pkts, n, fb);
 	if (fb->uniform != FWD_OUT_MIXED) {
 		serve_uniform(w, s, ic, pkts, n, bytes, fb->uniform, fb->drop[0]);
@@ -248,6 +265,8 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 			w->dropped[n_dropped++] = pkts[i];
 		}
 	}
+	for (i = 0; i < fb->n_extra; i++)
+		stage_extra(w, fb->extra[i].m, fb->extra[i].set);
 	for (i = 0; i < w->n_used; i++)
 		forwarded += flush_output(w, s, w->used[i], ic);
 	w->n_used = 0;
@@ -349,6 +368,7 @@ int wk_init(unsigned int n, const struct wk_config *cfg)
 		if (w->plan == NULL)
 			return -1;
 		w->id = i;
+		w->fb.worker = (uint16_t)i;
 		w->lcore = lcore;
 		workers[i++] = w;
 	}

@@ -60,6 +60,8 @@ class Arg:
     option: str | None = None    # an option (--mode) rather than a positional
     default: str | None = None   # sent when the option is not given
     metavar: str | None = None
+    type: Callable[[str], Any] | None = None   # converts the text (int for counts)
+    nargs: str | None = None     # "*" for trailing words such as `vlan 10` or key=value
 
 
 @dataclass(frozen=True)
@@ -72,22 +74,115 @@ class Verb:
     examples: tuple[str, ...]
     args: tuple[Arg, ...] = ()
     aliases: tuple[str, ...] = ()
+    # Turns the parsed arguments into the request's params; ValueError is a usage error.
+    convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 SWITCH = Arg("switch", "the switch's name", metavar="SWITCH")
+VLAN_WORDS = Arg("vlan_words", "the VLAN, as the two words 'vlan N' (default 0: untagged)",
+                 nargs="*", metavar="vlan N")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
+
+
+def vlan_words(params: dict[str, Any]) -> dict[str, Any]:
+    """`vlan N` after fdb-add's and fdb-del's other arguments becomes the 'vlan' param."""
+    words = params.pop("vlan_words", None) or []
+    if not words:
+        return params
+    if len(words) != 2 or words[0] != "vlan":
+        raise ValueError(f"expected 'vlan N' after the other arguments, not {' '.join(words)!r}")
+    try:
+        params["vlan"] = _count(words[1])
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"vlan: {e}") from None
+    return params
+
+
+SET_PORT_KEYS = {"vlan-mode": ("vlan_mode", str), "tag": ("tag", _count),
+                 "trunks": ("trunks", str), "learn-limit": ("learn_limit", _count)}
+
+
+def port_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """set-port's KEY=VALUE words (vlan-mode=access tag=10) become named params."""
+    for word in params.pop("settings", None) or []:
+        key, sep, value = word.partition("=")
+        if not sep or key not in SET_PORT_KEYS:
+            raise ValueError(f"{word!r}: settings are KEY=VALUE with KEY one of "
+                             f"{', '.join(SET_PORT_KEYS)}")
+        dest, convert = SET_PORT_KEYS[key]
+        try:
+            params[dest] = convert(value)
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"{key}: {e}") from None
+    return params
+
+
 VERBS: tuple[Verb, ...] = (
     Verb("version", "versions of sluiced, DPDK and the control protocol",
          "Print the versions of sluiced, of the DPDK it runs on and of the control protocol.",
          ("version",)),
     Verb("add-switch", "create a switch",
-         "Create a switch named NAME with forwarding function MODE. The daemon checks MODE: "
-         "this release has 'patch' (port pairs); 'learn' and 'flow' are refused until they "
-         "arrive.",
-         ("add-switch br0", "add-switch br0 --mode patch"),
+         "Create a switch named NAME with forwarding function MODE: 'patch' (port pairs) or "
+         "'learn' (an Ethernet learning bridge with VLANs); 'flow' is refused until it "
+         "arrives. --aging and --max-entries apply to learn switches.",
+         ("add-switch br0", "add-switch br0 --mode patch",
+          "add-switch br1 --mode learn --aging 60 --max-entries 262144"),
          (Arg("name", "the new switch's name: 1 to 31 of A-Z a-z 0-9 _ - ., starting with "
                       "a letter or digit", metavar="NAME"),
           Arg("mode", "forwarding function: patch (default), learn or flow",
-              option="--mode", default="patch", metavar="MODE"))),
+              option="--mode", default="patch", metavar="MODE"),
+          Arg("aging", "learn: seconds a learned address lives unseen, 0 for ever (default "
+                       "300)", option="--aging", metavar="S", type=_count),
+          Arg("max_entries", "learn: size of the address table (default 131072)",
+              option="--max-entries", metavar="N", type=_count))),
+    Verb("set-switch", "change a learn switch's aging",
+         "Change how long SWITCH keeps a learned address it no longer sees (seconds; 0 "
+         "keeps them for ever). Entries already learned age by the new time.",
+         ("set-switch br0 --aging 30",),
+         (SWITCH, Arg("aging", "seconds", option="--aging", metavar="S", type=_count))),
+    Verb("set-port", "a learn switch port's VLAN mode and learn limit",
+         "Set KEY=VALUE settings of port NAME of learn switch SWITCH: vlan-mode=access with "
+         "tag=N (untagged frames, VLAN N inside the switch), vlan-mode=trunk with "
+         "trunks=all or a list such as 0,10,100-200 (802.1Q-tagged frames of those VLANs; 0 "
+         "means untagged frames), learn-limit=N (addresses the port may learn; 0: no "
+         "limit). A VLAN change forgets what the port had learned.",
+         ("set-port br0 vm1 vlan-mode=access tag=10",
+          "set-port br0 uplink vlan-mode=trunk trunks=10,20",
+          "set-port br0 vm2 learn-limit=100"),
+         (SWITCH, Arg("name", "the port's name", metavar="NAME"),
+          Arg("settings", "KEY=VALUE: vlan-mode, tag, trunks, learn-limit", nargs="+",
+              metavar="KEY=VALUE")),
+         convert=port_settings),
+    Verb("fdb-show", "a learn switch's address table",
+         "List the address table of SWITCH: MAC, VLAN (0: untagged), port, seconds since "
+         "the address was last seen, and whether the entry is static or learned (dynamic).",
+         ("fdb-show br0", "fdb-show br0 --json"), (SWITCH,)),
+    Verb("fdb-add", "add a static address",
+         "Put MAC on PORT of SWITCH as a static entry, in VLAN N (default 0: untagged). "
+         "Static entries do not age and are not moved by what arrives on other ports.",
+         ("fdb-add br0 02:00:00:00:00:01 vm1", "fdb-add br0 02:00:00:00:00:01 vm1 vlan 10"),
+         (SWITCH, Arg("mac", "the station's unicast address", metavar="MAC"),
+          Arg("port", "the port it is behind", metavar="PORT"), VLAN_WORDS),
+         convert=vlan_words),
+    Verb("fdb-del", "delete an address, static or learned",
+         "Delete the entry for MAC in VLAN N (default 0) from SWITCH's table.",
+         ("fdb-del br0 02:00:00:00:00:01", "fdb-del br0 02:00:00:00:00:01 vlan 10"),
+         (SWITCH, Arg("mac", "the address", metavar="MAC"), VLAN_WORDS),
+         convert=vlan_words),
+    Verb("fdb-flush", "forget learned addresses",
+         "Delete the learned (dynamic) entries of SWITCH, or only those on PORT. Static "
+         "entries stay; fdb-del removes them.",
+         ("fdb-flush br0", "fdb-flush br0 vm1"),
+         (SWITCH, Arg("port", "only this port's entries", optional=True, metavar="PORT"))),
     Verb("del-switch", "delete a switch and every port on it",
          "Delete switch NAME. Its ports are stopped and removed with it.",
          ("del-switch br0",),
@@ -178,10 +273,10 @@ def _add_verb(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         if a.option is not None:
             default_note = f" (default {a.default})" if a.default is not None else ""
             p.add_argument(a.option, dest=a.dest, default=a.default, metavar=a.metavar,
-                           help=a.help + default_note)
+                           type=a.type, help=a.help + default_note)
         else:
-            p.add_argument(a.dest, nargs="?" if a.optional else None, metavar=a.metavar,
-                           help=a.help)
+            p.add_argument(a.dest, nargs=a.nargs or ("?" if a.optional else None),
+                           metavar=a.metavar, type=a.type, help=a.help)
     # --json after the verb too; SUPPRESS keeps a --json given before the verb.
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="print the daemon's result as JSON")
@@ -229,7 +324,7 @@ def build_request(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     verb = find_verb(args.verb)
     params = {a.dest: getattr(args, a.dest) for a in verb.args
               if getattr(args, a.dest, None) is not None}
-    return verb.name, params
+    return verb.name, verb.convert(params) if verb.convert else params
 
 
 def resolve_socket(option: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
@@ -300,6 +395,34 @@ def format_workers(workers: Sequence[Mapping[str, Any]], indent: str = "") -> st
                  indent=indent)
 
 
+def format_fdb(r: Mapping[str, Any]) -> str:
+    """fdb-show: one row per address, by port, VLAN and MAC."""
+    entries = sorted(r.get("entries") or [],
+                     key=lambda e: (str(e.get("port")), e.get("vlan", 0), str(e.get("mac"))))
+    if not entries:
+        return f"switch {r.get('switch')}: no addresses"
+    rows = [[e.get("port"), e.get("vlan"), e.get("mac"),
+             e.get("age") if e.get("type") == "dynamic" else None, e.get("type")]
+            for e in entries]
+    return table(["port", "vlan", "mac", "age", "type"], rows, right={1, 3})
+
+
+def format_learn_settings(s: Mapping[str, Any]) -> list[str]:
+    """A learn switch's aging, table and per-port VLAN settings, for `show`."""
+    out = [f"    aging {s.get('aging')} s, {s.get('entries')} of {s.get('max_entries')} "
+           f"addresses"]
+    rows = []
+    for name, p in (s.get("port_settings") or {}).items():
+        vlans = (f"access {p.get('tag')}" if p.get("vlan_mode") == "access" else
+                 "trunk " + (p["trunks"] if isinstance(p.get("trunks"), str) else
+                             ",".join(str(v) for v in p.get("trunks") or []) or "none"))
+        rows.append([name, vlans, p.get("learn_limit") or None, p.get("entries")])
+    if rows:
+        out.append(table(["port", "vlans", "learn limit", "learned"], rows, right={2, 3},
+                         indent="    "))
+    return out
+
+
 def format_show(r: Mapping[str, Any]) -> str:
     """Like `ovs-vsctl show`: the daemon, each switch with its ports and links, the workers."""
     version = r.get("version")
@@ -319,6 +442,8 @@ def format_show(r: Mapping[str, Any]) -> str:
         if ports and "links" in s:
             links = ", ".join(" <-> ".join(str(x) for x in link) for link in s["links"])
             out.append(f"    links: {links or 'none'}")
+        if s.get("mode") == "learn":
+            out.extend(format_learn_settings(s))
     workers = r.get("workers") or []
     out.append(format_workers(workers) if workers else "no workers")
     return "\n".join(out)
@@ -383,6 +508,10 @@ def format_stats(r: Mapping[str, Any]) -> str:
         out.append(table(["port", *STATS_HEADERS, "drops"], rows,
                          right=range(1, len(STATS_COLUMNS) + 1)))
         out.append(accounting_check(str(name), ports))
+        learn = s.get("learn")
+        if isinstance(learn, Mapping):
+            counts = " ".join(f"{k}={v}" for k, v in learn.items())
+            out.append(f"learning: {s.get('entries')} addresses; {counts}")
         out.append("")
     return "\n".join(out).rstrip() or "no switches"
 
@@ -403,6 +532,10 @@ def format_result(verb: str, result: Json) -> str:
             return format_stats(result)
         case "add-switch":
             return f"switch {result.get('name')}: created, mode {result.get('mode')}"
+        case "fdb-show":
+            return format_fdb(result)
+        case "fdb-flush":
+            return f"{result.get('flushed')} learned entries deleted"
         case "add-port":
             return (f"port {result.get('name')}: created on {result.get('switch')}, number "
                     f"{result.get('id')}, {result.get('kind')}, link {result.get('link')}")
@@ -431,7 +564,12 @@ def execute(args: argparse.Namespace, transport: Transport, origin: str,
             stdout: TextIO, stderr: TextIO) -> int:
     """Sends the request ARGS describe through TRANSPORT, prints the answer, returns the
     exit status. ORIGIN says where the socket's path came from, for messages."""
-    method, params = build_request(args)
+    try:
+        method, params = build_request(args)
+    except ValueError as e:
+        print(f"usage: {PROG} {args.verb} ... ('{PROG} {args.verb} --help' has the "
+              f"arguments)\n{PROG} {args.verb}: error: {e}", file=stderr)
+        return Exit.USAGE
     try:
         result = transport(method, params)
     except RpcError as e:

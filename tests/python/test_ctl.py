@@ -47,7 +47,7 @@ REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "ha
 
 # ---- argv -> (method, params) ----
 
-REQUESTS: list[tuple[list[str], str, dict[str, str]]] = [
+REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
     (["version"], "version", {}),
     (["add-switch", "br0"], "add-switch", {"name": "br0", "mode": "patch"}),
     (["add-switch", "br0", "--mode", "learn"], "add-switch", {"name": "br0", "mode": "learn"}),
@@ -72,6 +72,23 @@ REQUESTS: list[tuple[list[str], str, dict[str, str]]] = [
     (["get-stats", "br0"], "stats", {"switch": "br0"}),
     (["clear-stats"], "clear-stats", {}),
     (["clear-stats", "br0"], "clear-stats", {"switch": "br0"}),
+    (["add-switch", "br1", "--mode", "learn", "--aging", "60", "--max-entries", "1024"],
+     "add-switch", {"name": "br1", "mode": "learn", "aging": 60, "max_entries": 1024}),
+    (["set-switch", "br0", "--aging", "0"], "set-switch", {"switch": "br0", "aging": 0}),
+    (["set-port", "br0", "vm1", "vlan-mode=access", "tag=10"], "set-port",
+     {"switch": "br0", "name": "vm1", "vlan_mode": "access", "tag": 10}),
+    (["set-port", "br0", "up", "vlan-mode=trunk", "trunks=0,10,100-200", "learn-limit=5"],
+     "set-port", {"switch": "br0", "name": "up", "vlan_mode": "trunk",
+                  "trunks": "0,10,100-200", "learn_limit": 5}),
+    (["fdb-show", "br0"], "fdb-show", {"switch": "br0"}),
+    (["fdb-add", "br0", "02:00:00:00:00:01", "vm1"], "fdb-add",
+     {"switch": "br0", "mac": "02:00:00:00:00:01", "port": "vm1"}),
+    (["fdb-add", "br0", "02:00:00:00:00:01", "vm1", "vlan", "10"], "fdb-add",
+     {"switch": "br0", "mac": "02:00:00:00:00:01", "port": "vm1", "vlan": 10}),
+    (["fdb-del", "br0", "02:00:00:00:00:01", "vlan", "10"], "fdb-del",
+     {"switch": "br0", "mac": "02:00:00:00:00:01", "vlan": 10}),
+    (["fdb-flush", "br0"], "fdb-flush", {"switch": "br0"}),
+    (["fdb-flush", "br0", "vm1"], "fdb-flush", {"switch": "br0", "port": "vm1"}),
 ]
 
 
@@ -86,7 +103,8 @@ def test_every_verb_has_a_request_test() -> None:
     assert tested == names
     assert {v.name for v in VERBS} == {
         "version", "add-switch", "del-switch", "list-switches", "add-port", "del-port",
-        "patch", "unpatch", "list-ports", "show", "stats", "clear-stats"}
+        "patch", "unpatch", "list-ports", "show", "stats", "clear-stats", "set-switch",
+        "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush"}
 
 
 @pytest.mark.parametrize("argv", [
@@ -114,6 +132,10 @@ def test_global_options() -> None:
     ["add-switch"], ["del-port", "br0"], ["patch", "br0", "a"], ["unpatch", "br0"],
     ["version", "extra"], ["stats", "--no-such-option"], ["--timeout", "-1", "show"],
     ["--timeout", "soon", "show"], ["--timeout", "nan", "show"], ["--jso", "show"],
+    ["add-switch", "br0", "--aging", "-1"], ["add-switch", "br0", "--max-entries", "many"],
+    ["set-port", "br0", "vm1"], ["set-port", "br0", "vm1", "vlan=10"],
+    ["set-port", "br0", "vm1", "tag=ten"], ["fdb-add", "br0", "02:00:00:00:00:01", "vm1", "10"],
+    ["fdb-del", "br0", "02:00:00:00:00:01", "vlan", "x"], ["fdb-show"],
 ])
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == Exit.USAGE == 2

@@ -1,0 +1,292 @@
+"""Learn mode: the learning bridge, driven with frames built by scapy on tap ports.
+
+Each test makes a learn switch with tap ports and watches every tap at once through raw
+packet sockets, so a test sees exactly which ports a frame left by (and which it did not).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Raw
+from scapy.utils import wrpcap
+
+from conftest import Daemon, RpcError, assert_accounting, wait_for
+
+MARK = b"sluice-learn"
+ETH_P_ALL = 3
+SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 1 << 4
+AUXDATA = struct.Struct("=IIIHHHH")   # struct tpacket_auxdata
+
+
+def with_tag(data: bytes, ancillary: list[tuple[int, int, bytes]]) -> bytes:
+    """DATA with the 802.1Q tag the kernel took out on receive (it hands it over in
+    PACKET_AUXDATA, not in the frame) put back where it was."""
+    for level, kind, blob in ancillary:
+        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(blob) >= AUXDATA.size:
+            status, _, _, _, _, tci, tpid = AUXDATA.unpack_from(blob)
+            if status & TP_STATUS_VLAN_VALID:
+                return data[:12] + struct.pack("!HH", tpid or 0x8100, tci) + data[12:]
+    return data
+
+
+class Taps:
+    """Tap ports of one learn switch, each with a raw socket on its kernel side."""
+
+    def __init__(self, daemon: Daemon, switch: str, count: int, **switch_args: Any) -> None:
+        self.daemon, self.switch = daemon, switch
+        tag = os.getpid() % 10000
+        self.ifaces = [f"sll{tag}p{i}" for i in range(count)]
+        self.ports = [f"p{i}" for i in range(count)]
+        daemon.call("add-switch", name=switch, mode="learn", **switch_args)
+        self.socks: dict[str, socket.socket] = {}
+        for port, iface in zip(self.ports, self.ifaces, strict=True):
+            daemon.call("add-port", switch=switch, name=port, spec=f"tap:name={iface}")
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1"],
+                           check=False)
+            subprocess.run(["ip", "link", "set", iface, "up"], check=True)
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            s.bind((iface, 0))
+            s.setblocking(False)
+            self.socks[port] = s
+        time.sleep(0.2)
+        self.received()
+
+    def close(self) -> None:
+        for s in self.socks.values():
+            s.close()
+
+    def send(self, port: str, frame: bytes | Ether) -> None:
+        self.socks[port].send(bytes(frame))
+
+    def received(self, settle: float = 0.0) -> dict[str, list[bytes]]:
+        """The marked frames each port's kernel side got from the switch since last asked."""
+        time.sleep(settle)
+        out: dict[str, list[bytes]] = {}
+        for port, s in self.socks.items():
+            got = []
+            while True:
+                try:
+                    data, ancillary, _, addr = s.recvmsg(65536, 1024)
+                except BlockingIOError:
+                    break
+                if addr[2] != socket.PACKET_OUTGOING and MARK in data:
+                    got.append(with_tag(data, ancillary))
+            out[port] = got
+        return out
+
+    def fdb(self) -> dict[tuple[str, int], dict[str, Any]]:
+        entries = self.daemon.call("fdb-show", switch=self.switch)["entries"]
+        return {(e["mac"].lower(), e["vlan"]): e for e in entries}
+
+    def learned(self, mac: str, port: str, vlan: int = 0) -> bool:
+        return self.fdb().get((mac, vlan), {}).get("port") == port
+
+    def stats(self) -> dict[str, Any]:
+        return self.daemon.call("stats", switch=self.switch)["switches"][0]
+
+    def rx_packets(self, port: str) -> int:
+        return int({p["name"]: p for p in self.stats()["ports"]}[port]["rx_packets"])
+
+    def send_and_wait(self, port: str, frame: bytes | Ether) -> None:
+        """Sends FRAME into PORT and waits until the switch has taken it in and handled it
+        (its worker sends in the same pass), so what it sent is on its way to the taps."""
+        before = self.rx_packets(port)
+        self.send(port, frame)
+        wait_for(lambda: self.rx_packets(port) > before, 10)
+
+    def where(self, port: str, frame: Ether, settle: float = 0.2) -> set[str]:
+        """Sends FRAME into PORT and returns the ports it left by (each exactly once)."""
+        self.send_and_wait(port, frame)
+        got = self.received(settle)
+        for p, frames in got.items():
+            assert len(frames) <= 1, (p, frames)
+        return {p for p, frames in got.items() if frames}
+
+
+def frame(src: str, dst: str, n: int = 0, vlan: int | None = None) -> Ether:
+    eth = Ether(src=src, dst=dst)
+    if vlan is not None:
+        eth = eth / Dot1Q(vlan=vlan)
+    return eth / IP(src="10.8.0.1", dst="10.8.0.2") / UDP(sport=1000 + n, dport=9) / Raw(
+        MARK + b"%06d" % n)
+
+
+A, B, C, D = (f"02:00:00:00:00:0{i}" for i in "abcd")
+BCAST = "ff:ff:ff:ff:ff:ff"
+
+
+@pytest.fixture
+def taps(daemon: Daemon) -> Iterator[Taps]:
+    t = Taps(daemon, "br0", 4)
+    yield t
+    t.close()
+
+
+def test_flood_learn_unicast_hairpin_move(taps: Taps) -> None:
+    # Unknown destination: every other port, and only them.
+    assert taps.where("p0", frame(A, B)) == {"p1", "p2", "p3"}
+    wait_for(lambda: taps.learned(A, "p0"), 5)
+    # The reply goes to exactly one port; then B is known too.
+    assert taps.where("p1", frame(B, A, 1)) == {"p0"}
+    wait_for(lambda: taps.learned(B, "p1"), 5)
+    assert taps.where("p0", frame(A, B, 2)) == {"p1"}
+    # Broadcast and multicast flood.
+    assert taps.where("p2", frame(C, BCAST, 3)) == {"p0", "p1", "p3"}
+    assert taps.where("p3", frame(D, "01:00:5e:00:00:01", 4)) == {"p0", "p1", "p2"}
+    # A destination behind the input port: dropped and counted.
+    before = taps.stats()["drops"]["hairpin"]
+    assert taps.where("p0", frame(A, A, 5)) == set()
+    assert taps.stats()["drops"]["hairpin"] == before + 1
+    # A moves from p0 to p3: re-learned there, counted as a move, followed by unicast.
+    taps.where("p3", frame(A, BCAST, 7))
+    wait_for(lambda: taps.learned(A, "p3"), 5)
+    assert taps.where("p1", frame(B, A, 8)) == {"p3"}
+    st = taps.stats()
+    assert st["learn"]["moved"] >= 1 and st["learn"]["learned"] >= 4
+    ports = {p["name"]: p for p in st["ports"]}
+    assert_accounting(ports)
+
+
+def test_aging_and_static_entries(daemon: Daemon) -> None:
+    t = Taps(daemon, "br0", 3, aging=2)
+    try:
+        daemon.call("fdb-add", switch="br0", mac=C, port="p2")
+        t.where("p0", frame(A, BCAST))
+        wait_for(lambda: t.learned(A, "p0"), 5)
+        # A static entry wins over the wire: C seen on p1 stays on p2.
+        t.where("p1", frame(C, BCAST, 1))
+        assert t.where("p0", frame(A, C, 2)) == {"p2"}
+        # Unseen for longer than --aging: gone; the static entry stays.
+        wait_for(lambda: (A, 0) not in t.fdb(), 6)
+        assert t.fdb()[(C, 0)]["type"] == "static" and t.learned(C, "p2")
+        assert t.stats()["learn"]["aged"] >= 1
+        assert t.where("p1", frame(B, A, 3)) == {"p0", "p2"}
+        # set-switch changes the aging; fdb-flush keeps static entries; fdb-del removes them.
+        daemon.call("set-switch", switch="br0", aging=0)
+        wait_for(lambda: t.learned(B, "p1"), 5)
+        time.sleep(3)
+        assert t.learned(B, "p1")
+        assert daemon.call("fdb-flush", switch="br0")["flushed"] >= 1
+        assert set(t.fdb()) == {(C, 0)}
+        daemon.call("fdb-del", switch="br0", mac=C)
+        assert t.fdb() == {}
+    finally:
+        t.close()
+
+
+def test_vlan_access_and_trunk_isolation(taps: Taps) -> None:
+    d = taps.daemon
+    d.call("set-port", switch="br0", name="p0", vlan_mode="access", tag=10)
+    d.call("set-port", switch="br0", name="p1", vlan_mode="access", tag=20)
+    d.call("set-port", switch="br0", name="p2", vlan_mode="trunk", trunks="10,20")
+    d.call("set-port", switch="br0", name="p3", vlan_mode="access", tag=10)
+    # Untagged from an access port of VLAN 10: the other access port of 10 untagged, the
+    # trunk tagged 10, never VLAN 20's port.
+    taps.send_and_wait("p0", frame(A, BCAST))
+    got = taps.received(0.2)
+    assert {p for p, f in got.items() if f} == {"p2", "p3"}
+    assert Dot1Q not in Ether(got["p3"][0])
+    assert Ether(got["p2"][0])[Dot1Q].vlan == 10
+    # Tagged 20 from the trunk: only VLAN 20's access port, untagged.
+    taps.send_and_wait("p2", frame(B, BCAST, 1, vlan=20))
+    got = taps.received(0.2)
+    assert {p for p, f in got.items() if f} == {"p1"}
+    assert Dot1Q not in Ether(got["p1"][0])
+    # Unicast both ways between an access port and the trunk: the tag is popped and pushed.
+    wait_for(lambda: taps.learned(A, "p0", 10), 5)
+    taps.send_and_wait("p2", frame(C, A, 2, vlan=10))
+    got = taps.received(0.2)
+    assert {p for p, f in got.items() if f} == {"p0"}
+    assert Dot1Q not in Ether(got["p0"][0])
+    wait_for(lambda: taps.learned(C, "p2", 10), 5)
+    taps.send_and_wait("p0", frame(A, C, 3))
+    got = taps.received(0.2)
+    assert {p for p, f in got.items() if f} == {"p2"}
+    assert Ether(got["p2"][0])[Dot1Q].vlan == 10
+    # A VLAN the trunk does not carry, a tagged frame into an access port, an untagged one
+    # into a trunk without VLAN 0: dropped and counted as vlan.
+    before = taps.stats()["drops"]["vlan"]
+    assert taps.where("p2", frame(C, BCAST, 4, vlan=30)) == set()
+    assert taps.where("p0", frame(A, BCAST, 5, vlan=10)) == set()
+    assert taps.where("p2", frame(C, BCAST, 6)) == set()
+    assert taps.stats()["drops"]["vlan"] == before + 3
+    # The same MAC in two VLANs is two entries.
+    taps.send("p1", frame(A, BCAST, 7))
+    wait_for(lambda: taps.learned(A, "p1", 20) and taps.learned(A, "p0", 10), 5)
+    assert_accounting({p["name"]: p for p in taps.stats()["ports"]})
+
+
+def test_learn_limit_and_table_size(daemon: Daemon) -> None:
+    t = Taps(daemon, "br0", 2, max_entries=16)
+    try:
+        daemon.call("set-port", switch="br0", name="p0", learn_limit=3)
+        for i in range(10):
+            t.send_and_wait("p0", frame(f"02:00:00:00:01:{i:02x}", BCAST, i))
+        # Not learned beyond the limit, but every frame is still flooded.
+        assert len(t.received(0.2)["p1"]) == 10
+        wait_for(lambda: t.stats()["learn"]["port_limit"] >= 7, 5)
+        assert sum(1 for e in t.fdb().values() if e["port"] == "p0") == 3
+        for i in range(40):
+            t.send("p1", frame(f"02:00:00:00:02:{i:02x}", BCAST, i))
+        wait_for(lambda: t.rx_packets("p1") >= 40, 10)
+        assert len(t.received(0.2)["p0"]) == 40
+        wait_for(lambda: t.stats()["learn"]["table_full"] >= 1, 5)
+        assert len(t.fdb()) <= 16
+        show = daemon.call("show")["switches"][0]
+        assert show["port_settings"]["p0"]["learn_limit"] == 3
+    finally:
+        t.close()
+
+
+def test_malformed_frames_counted(taps: Taps, workdir: Path) -> None:
+    before = taps.stats()["drops"]["malformed"]
+    taps.send("p0", bytes(frame("01:00:00:00:00:01", BCAST)))    # group source
+    taps.send("p0", bytes(frame("00:00:00:00:00:00", BCAST, 1)))  # zero source
+    # Frames a kernel interface would not send: shorter than a header, a cut VLAN tag.
+    short = [MARK[:10], bytes(frame(A, BCAST, vlan=5))[:16], b"", MARK + bytes(2)]
+    wrpcap(str(workdir / "short.pcap"), [Raw(f) for f in short])
+    taps.daemon.call("add-port", switch="br0", name="cap", spec=f"pcap:rx={workdir}/short.pcap")
+    wait_for(lambda: taps.stats()["drops"]["malformed"] >= before + 2 + len(short) - 1, 5)
+    assert not any(taps.received(0.2).values())
+    assert_accounting({p["name"]: p for p in taps.stats()["ports"]})
+
+
+def test_learn_requests_refused_clearly(daemon: Daemon) -> None:
+    daemon.call("add-switch", name="pt", mode="patch")
+    daemon.call("add-switch", name="br0", mode="learn")
+    daemon.call("add-port", switch="br0", name="r0", spec=f"ring:name=slr{os.getpid()}")
+    bad: list[tuple[str, dict[str, Any], str]] = [
+        ("add-switch", {"name": "x", "mode": "patch", "aging": 5}, "learn mode only"),
+        ("add-switch", {"name": "x", "mode": "learn", "max_entries": 1}, "max_entries"),
+        ("add-switch", {"name": "x", "mode": "learn", "aging": -1}, "non-negative"),
+        ("set-switch", {"switch": "pt", "aging": 5}, "patch mode"),
+        ("set-switch", {"switch": "br0"}, "nothing to set"),
+        ("set-port", {"switch": "br0", "name": "r0", "vlan_mode": "access"}, "tag"),
+        ("set-port", {"switch": "br0", "name": "r0", "vlan_mode": "trunk",
+                      "trunks": "10-5"}, "trunks"),
+        ("set-port", {"switch": "br0", "name": "r0", "vlan_mode": "hybrid"}, "vlan_mode"),
+        ("set-port", {"switch": "br0", "name": "nope", "learn_limit": 1}, "no port"),
+        ("fdb-add", {"switch": "br0", "mac": "01:00:5e:00:00:01", "port": "r0"}, "unicast"),
+        ("fdb-add", {"switch": "br0", "mac": "02:00:00:00:00:zz", "port": "r0"}, "MAC"),
+        ("fdb-add", {"switch": "br0", "mac": A, "port": "r0", "vlan": 4095}, "vlan"),
+        ("fdb-del", {"switch": "br0", "mac": A}, "no entry"),
+        ("fdb-show", {"switch": "pt"}, "patch mode"),
+        ("fdb-flush", {"switch": "br0", "port": "nope"}, "no port"),
+    ]
+    for method, params, words in bad:
+        with pytest.raises(RpcError) as err:
+            daemon.call(method, **params)
+        assert words in err.value.message, (method, params, err.value.message)
+    assert daemon.call("version")["version"]
