@@ -31,6 +31,7 @@ debian_packages=(
 	dpdk dpdk-dev libdpdk-dev dpdk-doc
 	libjansson-dev libcmocka-dev libbpf-dev libxdp-dev libpcap-dev libnuma-dev
 	iproute2 tcpdump procps psmisc
+	clang libclang-rt-14-dev
 )
 
 missing_debian_packages() {

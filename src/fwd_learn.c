@@ -42,6 +42,7 @@
 #include "fdb.h"
 #include "fwd.h"
 #include "fwd_learn.h"
+#include "l2parse.h"
 #include "port.h"
 #include "worker.h"
 
@@ -111,51 +112,35 @@ static inline void restore_stripped_tag(struct rte_mbuf *m)
 }
 
 /*
- * First pass for one frame: class, VLAN and keys, or a drop reason in FB. ACCESS is the
- * input port's access VLAN (0: trunk).
+ * First pass for one frame: class, VLAN and keys (l2parse.h), or a drop reason in FB; the
+ * table buckets the second pass will read are prefetched. ACCESS is the input port's access
+ * VLAN (0: trunk).
  */
 static inline void classify(const struct learn *L, struct learn_worker *w, uint16_t in,
 			    uint16_t access, struct rte_mbuf *m, uint16_t i,
 			    struct fwd_burst *fb)
 {
-	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
-	uint16_t v = 0;
-	bool tagged;
+	struct l2_frame f;
+	int drop = l2_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), in,
+			    access, L->member, &f);
 
-	w->class[i] = FRAME_DROP;
-	fb->drop[i] = STATS_DROP_MALFORMED;
-	if (unlikely(rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN))
-		return;
-	tagged = eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
-	if (tagged) {
-		if (unlikely(rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN))
-			return;
-		v = rte_be_to_cpu_16(((const struct rte_vlan_hdr *)(eth + 1))->vlan_tci) & 0xfff;
-	}
-	/* A bridge neither learns nor forwards a group or all-zero source (IEEE 802.1Q 8.7). */
-	if (unlikely(rte_is_multicast_ether_addr(&eth->src_addr) ||
-		     rte_is_zero_ether_addr(&eth->src_addr)))
-		return;
-	fb->drop[i] = STATS_DROP_VLAN;
-	if (access != 0) {
-		if (tagged)
-			return;
-		v = access;
-	} else if ((__atomic_load_n(&L->member[v], __ATOMIC_RELAXED) & bit(in)) == 0) {
+	if (unlikely(drop >= 0)) {
+		w->class[i] = FRAME_DROP;
+		fb->drop[i] = (uint8_t)drop;
 		return;
 	}
-	w->vlan[i] = v;
-	w->tagged[i] = tagged;
-	w->src_key[i] = fdb_key(eth->src_addr.addr_bytes, v);
-	w->src_hash[i] = fdb_hash(w->src_key[i]);
+	w->vlan[i] = f.vlan;
+	w->tagged[i] = f.tagged;
+	w->src_key[i] = f.src_key;
+	w->src_hash[i] = fdb_hash(f.src_key);
 	rte_prefetch0(fdb_bucket_of(&L->fdb, w->src_hash[i]));
-	if (rte_is_multicast_ether_addr(&eth->dst_addr)) {
+	if (f.dst_key == 0) {
 		w->class[i] = FRAME_GROUP;
 		return;
 	}
 	w->class[i] = FRAME_UNICAST;
-	w->dst_key[i] = fdb_key(eth->dst_addr.addr_bytes, v);
-	w->dst_hash[i] = fdb_hash(w->dst_key[i]);
+	w->dst_key[i] = f.dst_key;
+	w->dst_hash[i] = fdb_hash(f.dst_key);
 	rte_prefetch0(fdb_bucket_of(&L->fdb, w->dst_hash[i]));
 }
 

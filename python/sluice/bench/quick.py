@@ -1,4 +1,5 @@
-"""make bench-quick: sluiced (patch) against dpdk-testpmd io-forward as the switch, v2v.
+"""make bench-quick: sluiced (patch, or learn with --mode) against dpdk-testpmd io-forward
+(or a second sluiced in patch mode, --against patch) as the switch, v2v.
 
 Both switches run at once with their forwarding threads on the same CPU (--switch-cpu); one
 sluice-gen process on the other CPU (--gen-cpu) generates and sinks on four virtio-user
@@ -51,25 +52,38 @@ class Switches:
         self.ctl_cpu = ctl_cpu
         self.procs: list[tuple[subprocess.Popen[bytes], str]] = []
 
-    def start_sluiced(self) -> subprocess.Popen[bytes]:
-        cfg = self.work / "sluiced.conf"
-        lines = [{"method": "add-switch", "params": {"name": "bench"}}]
-        for p in ("a0", "a1"):
+    def start_sluiced(self, mode: str = "patch", flows: int = 1,
+                      ports: tuple[str, str] = ("a0", "a1")) -> subprocess.Popen[bytes]:
+        """sluiced with one switch in MODE on PORTS. A learn switch gets the generator's
+        FLOWS destination MACs as static entries on the second port (the sink never sends,
+        so nothing would teach it where they are) and learns the sources itself."""
+        tag = ports[0][0]
+        cfg = self.work / f"sluiced-{tag}.conf"
+        switch: dict[str, object] = {"name": "bench", "mode": mode}
+        if mode == "learn":
+            switch["max_entries"] = max(1024, 4 * flows)
+        lines: list[dict[str, object]] = [{"method": "add-switch", "params": switch}]
+        for p in ports:
             lines.append({"method": "add-port", "params": {
                 "switch": "bench", "name": p,
                 "spec": f"vhost-user:server,path={self.work}/{p}.sock"}})
-        lines.append({"method": "patch", "params": {"switch": "bench", "port1": "a0",
-                                                    "port2": "a1"}})
+        if mode == "patch":
+            lines.append({"method": "patch", "params": {"switch": "bench", "port1": ports[0],
+                                                        "port2": ports[1]}})
+        for f in range(flows if mode == "learn" else 0):
+            mac = f"02:00:02:{f >> 16 & 255:02x}:{f >> 8 & 255:02x}:{f & 255:02x}"
+            lines.append({"method": "fdb-add", "params": {"switch": "bench", "mac": mac,
+                                                          "port": ports[1]}})
         cfg.write_text("".join(json.dumps(x) + "\n" for x in lines))
-        prefix = f"slbench{os.getpid()}a"
-        with open(self.work / "sluiced.log", "wb") as log:
+        prefix = f"slbench{os.getpid()}{tag}"
+        with open(self.work / f"sluiced-{tag}.log", "wb") as log:
             proc = subprocess.Popen(
-                [str(SLUICED), "--socket", str(self.work / "sluiced.sock"), "--file-prefix",
-                 prefix, "--main-cpu", str(self.ctl_cpu), "--worker-cpus",
+                [str(SLUICED), "--socket", str(self.work / f"sluiced-{tag}.sock"),
+                 "--file-prefix", prefix, "--main-cpu", str(self.ctl_cpu), "--worker-cpus",
                  str(self.switch_cpu), "--config", str(cfg)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.procs.append((proc, prefix))
-        wait_for_path(self.work / "sluiced.sock", proc)
+        wait_for_path(self.work / f"sluiced-{tag}.sock", proc, timeout=120)
         return proc
 
     def start_testpmd(self) -> subprocess.Popen[bytes]:
@@ -118,7 +132,9 @@ def run_generator(work: Path, size: int, args: argparse.Namespace, pids: tuple[i
            "--alternate", f"{pairs[0][2]},{pairs[1][2]}", "--window", str(args.window),
            "--settle", str(args.settle), "--duration", str(duration),
            "--size", str(size), "--rate", "max", "--out", str(out)]
-    order = "testpmd first" if swapped else "sluiced first"
+    if args.flows > 1:
+        cmd += ["--flows", str(args.flows), "--vary", "mac"]
+    order = f"{args.b_name} first" if swapped else f"{args.a_name} first"
     print(f"  {size} B: {duration:.0f} s of {args.window:.1f} s windows, {order} ...",
           flush=True)
     with open(out.with_suffix(".log"), "wb") as log:
@@ -134,25 +150,28 @@ def load_windows(path: Path, swapped: bool) -> list[Window]:
                    counted_s=float(w["counted_s"])) for w in data["windows"]]
 
 
-def report_line(size: int, c: Comparison) -> str:
-    return (f"{size:>6} B  sluiced {c.a_median_pps / 1e6:7.2f} Mpps ({c.a_windows} windows, "
-            f"{c.a_seconds:.0f} s)  testpmd {c.b_median_pps / 1e6:7.2f} Mpps "
+def report_line(size: int, c: Comparison, a: str = "sluiced", b: str = "testpmd") -> str:
+    return (f"{size:>6} B  {a} {c.a_median_pps / 1e6:7.2f} Mpps ({c.a_windows} windows, "
+            f"{c.a_seconds:.0f} s)  {b} {c.b_median_pps / 1e6:7.2f} Mpps "
             f"({c.b_windows} windows, {c.b_seconds:.0f} s)  ratio {c.ratio_median:.3f} "
             f"[q1 {c.ratio_q1:.3f}, q3 {c.ratio_q3:.3f}, {c.n_ratios} ratios]")
 
 
 def markdown_report(record: dict) -> str:
+    a, b = record["a"], record["b"]
+    flows = record.get("flows", 1)
     lines = [
-        f"# bench-quick {record['time']}: sluiced patch vs dpdk-testpmd io, v2v",
+        f"# bench-quick {record['time']}: {a} vs {b}, v2v"
+        + (f", {flows} MAC flows" if flows > 1 else ""),
         "",
         f"Switch workers on CPU {record['switch_cpu']}, sluice-gen (generator and sink, one "
         f"loop) on CPU {record['gen_cpu']}; alternating {record['window_s']} s windows, the "
         f"first {record['settle_s']} s of each not counted; the idle switch SIGSTOPped. "
-        "Half the time with sluiced as the generator's first pair, half with testpmd "
+        f"Half the time with {a} as the generator's first pair, half with {b} "
         "first; the ratios of both halves are pooled.",
         "",
-        "| frame | sluiced Mpps | testpmd Mpps | ratio (median) | q1 | q3 | ratios | "
-        "ratio, sluiced first / testpmd first | counted s (sluiced/testpmd) | "
+        f"| frame | {a} Mpps | {b} Mpps | ratio (median) | q1 | q3 | ratios | "
+        f"ratio, {a} first / {b} first | counted s (A/B) | "
         "generator idle | generator bound |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -176,6 +195,14 @@ def main(argv: list[str] | None = None) -> int:
         description="sluiced patch vs dpdk-testpmd io-forward over vhost-user (v2v), "
                     "measured in alternating windows by one sluice-gen loop.")
     ap.add_argument("--sizes", default="64,1500", help="frame sizes incl. FCS (64,1500)")
+    ap.add_argument("--mode", choices=("patch", "learn"), default="patch",
+                    help="sluiced's forwarding function (patch)")
+    ap.add_argument("--against", choices=("testpmd", "patch"), default="testpmd",
+                    help="the other switch: dpdk-testpmd io-forward, or a second sluiced in "
+                         "patch mode (testpmd)")
+    ap.add_argument("--flows", type=int, default=1,
+                    help="distinct source/destination MAC pairs the generator sends (1); "
+                         "a learn switch gets the destinations as static entries")
     ap.add_argument("--duration", type=float, default=40.0, help="seconds per size (40)")
     ap.add_argument("--window", type=float, default=1.0, help="window length, s (1.0)")
     ap.add_argument("--settle", type=float, default=0.3,
@@ -185,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results",
                     help="directory for the JSON results")
     args = ap.parse_args(argv)
+    args.a_name = f"sluiced {args.mode}"
+    args.b_name = "testpmd io" if args.against == "testpmd" else "sluiced patch"
     for exe in (SLUICED, GEN):
         if not exe.exists():
             print(f"{exe} is missing: run 'make build'", file=sys.stderr)
@@ -199,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench-quick: switches' workers on CPU {args.switch_cpu}, sluice-gen on CPU "
           f"{args.gen_cpu}, control threads on CPU {args.gen_cpu} (sleeping); logs in {work}")
     try:
-        a = switches.start_sluiced()
-        b = switches.start_testpmd()
+        a = switches.start_sluiced(args.mode, args.flows)
+        b = (switches.start_testpmd() if args.against == "testpmd" else
+             switches.start_sluiced("patch", args.flows, ("b0", "b1")))
         for size in (int(s) for s in args.sizes.split(",")):
             # The generator serves its two pairs in a fixed order; each order gets half the
             # time, and the ratios of both are pooled, so a bias of position cancels.
@@ -219,9 +249,9 @@ def main(argv: list[str] | None = None) -> int:
                 windows += part
                 gen = json.loads(out.read_text())
             c = compare(windows, ratios)
-            print(report_line(size, c), flush=True)
-            print(f"{'':8}ratio by generator order: sluiced first "
-                  f"{by_order['sluiced_first']:.3f}, testpmd first "
+            print(report_line(size, c, args.a_name, args.b_name), flush=True)
+            print(f"{'':8}ratio by generator order: {args.a_name} first "
+                  f"{by_order['sluiced_first']:.3f}, {args.b_name} first "
                   f"{by_order['testpmd_first']:.3f}", flush=True)
             print(f"{'':8}sluice-gen: idle {100 * gen['idle_fraction']:.1f}% of loop passes, "
                   f"{gen['not_accepted']} frames refused by full rings, {gen['lost']} lost",
@@ -234,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         switches.stop()
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    record = {"bench": "quick", "time": stamp, "a": "sluiced patch", "b": "dpdk-testpmd io",
+    record = {"bench": "quick", "time": stamp, "a": args.a_name,
+              "b": "dpdk-testpmd io" if args.against == "testpmd" else "sluiced patch",
+              "flows": args.flows,
               "switch_cpu": args.switch_cpu, "gen_cpu": args.gen_cpu,
               "window_s": args.window, "settle_s": args.settle, "results": results}
     (args.out / f"quick-{stamp}.json").write_text(json.dumps(record, indent=2) + "\n")

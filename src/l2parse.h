@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The learning bridge's frame parser: from the first bytes of a frame to its VLAN and the
+ * table keys of its source and destination, or the reason it must be dropped. Pure (no
+ * mbuf, no EAL), so the fuzz target and the data path run the same code.
+ */
+#ifndef SLUICE_L2PARSE_H
+#define SLUICE_L2PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_byteorder.h>
+#include <rte_ether.h>
+
+#include "fdb.h"
+#include "stats.h"
+
+struct l2_frame {
+	uint64_t src_key, dst_key;     /* dst_key is 0 for a group destination */
+	uint16_t vlan;
+	bool tagged;                   /* the frame carries an 802.1Q tag */
+};
+
+/*
+ * Parses LEN bytes at DATA (2-byte aligned, as in any mbuf) received on port IN. ACCESS is the port's access VLAN (0: it is a
+ * trunk); MEMBER[v] the ports in VLAN v. Returns -1 when the frame goes on, with F filled in,
+ * or the drop reason (enum stats_drop).
+ */
+static inline int l2_parse(const uint8_t *data, uint32_t len, uint16_t in, uint16_t access,
+			   const uint64_t *member, struct l2_frame *f)
+{
+	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)data;
+	uint16_t v = 0, tci;
+
+	if (unlikely(len < RTE_ETHER_HDR_LEN))
+		return STATS_DROP_MALFORMED;
+	f->tagged = eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+	if (f->tagged) {
+		if (unlikely(len < RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN))
+			return STATS_DROP_MALFORMED;
+		memcpy(&tci, data + RTE_ETHER_HDR_LEN, sizeof(tci));
+		v = rte_be_to_cpu_16(tci) & 0xfff;
+	}
+	/* A bridge neither learns nor forwards a group or all-zero source (IEEE 802.1Q 8.7). */
+	if (unlikely(rte_is_multicast_ether_addr(&eth->src_addr) ||
+		     rte_is_zero_ether_addr(&eth->src_addr)))
+		return STATS_DROP_MALFORMED;
+	if (access != 0) {
+		if (f->tagged)
+			return STATS_DROP_VLAN;
+		v = access;
+	} else if (((__atomic_load_n(&member[v], __ATOMIC_RELAXED) >> in) & 1) == 0) {
+		return STATS_DROP_VLAN;
+	}
+	f->vlan = v;
+	f->src_key = fdb_key(eth->src_addr.addr_bytes, v);
+	f->dst_key = rte_is_multicast_ether_addr(&eth->dst_addr) ? 0 :
+		     fdb_key(eth->dst_addr.addr_bytes, v);
+	return -1;
+}
+
+#endif
