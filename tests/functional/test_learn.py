@@ -7,6 +7,7 @@ packet sockets, so a test sees exactly which ports a frame left by (and which it
 from __future__ import annotations
 
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -21,7 +22,14 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
 
-from conftest import Daemon, RpcError, assert_accounting, wait_for
+from conftest import (
+    Daemon,
+    RpcError,
+    assert_accounting,
+    remove_hugepage_files,
+    stop_process,
+    wait_for,
+)
 
 MARK = b"sluice-learn"
 ETH_P_ALL = 3
@@ -290,3 +298,64 @@ def test_learn_requests_refused_clearly(daemon: Daemon) -> None:
             daemon.call(method, **params)
         assert words in err.value.message, (method, params, err.value.message)
     assert daemon.call("version")["version"]
+
+
+def pmd_forward_stats(log: Path) -> dict[str, int]:
+    """The final forward statistics testpmd printed for its one port."""
+    block = log.read_text().rsplit("Forward statistics for port 0", 1)[-1]
+    found = {}
+    for key in ("RX-packets", "TX-packets"):
+        m = re.search(key + r":\s+(\d+)", block)
+        assert m, log.read_text()[-3000:]
+        found[key] = int(m.group(1))
+    return found
+
+
+def test_testpmd_clients_learned(daemon: Daemon, workdir: Path) -> None:
+    """Two dpdk-testpmd VMs over vhost-user: vm1 in mac mode towards vm2's MAC (--eth-peer,
+    a first burst with --tx-first), vm2 in macswap. The first frames flood (to vm2 and to
+    vm3, which has no VM), then both MACs are learned and the frames circulate as unicast;
+    the counts at both ends agree with the daemon's."""
+    macs = {"vm1": "02:00:00:00:01:01", "vm2": "02:00:00:00:01:02"}
+    daemon.call("add-switch", name="br0", mode="learn")
+    for vm in ("vm1", "vm2", "vm3"):
+        daemon.call("add-port", switch="br0", name=vm,
+                    spec=f"vhost-user:server,path={workdir}/{vm}.sock")
+    procs: list[tuple[subprocess.Popen[bytes], str]] = []
+    try:
+        for vm, mode in (("vm2", ["--forward-mode=macswap"]),
+                         ("vm1", ["--forward-mode=mac", f"--eth-peer=0,{macs['vm2']}",
+                                  "--tx-first"])):
+            prefix = f"sllt{os.getpid()}{vm}"
+            with open(workdir / f"{vm}.log", "wb") as log:
+                procs.append((subprocess.Popen(
+                    ["dpdk-testpmd", "--lcores", "0@0,1@0", "--no-pci", "--file-prefix",
+                     prefix, "--single-file-segments", "--in-memory", "-m", "256",
+                     "--vdev", f"net_virtio_user0,path={workdir}/{vm}.sock,mac={macs[vm]}",
+                     "--log-level=*:warning", "--", *mode, "--stats-period", "1",
+                     "--nb-cores", "1", "--txd", "512", "--rxd", "512"],
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL), prefix))
+            if vm == "vm2":
+                wait_for(lambda: {p["name"]: p["link"] for p in
+                                  daemon.call("list-ports")}["vm2"] == "up", 30)
+        wait_for(lambda: daemon.port_stats("br0")["vm2"]["rx_packets"] > 20_000, 60)
+    finally:
+        for proc, prefix in procs:
+            stop_process(proc, sig=2)
+            remove_hugepage_files(prefix)
+    time.sleep(0.5)
+    vm1, vm2 = pmd_forward_stats(workdir / "vm1.log"), pmd_forward_stats(workdir / "vm2.log")
+    stats = daemon.port_stats("br0")
+    assert_accounting(stats)
+    # Everything each VM sent entered the switch; it sent them at most what it forwarded.
+    assert stats["vm1"]["rx_packets"] == vm1["TX-packets"]
+    assert stats["vm2"]["rx_packets"] == vm2["TX-packets"]
+    assert vm1["RX-packets"] <= stats["vm1"]["tx_packets"]
+    assert vm2["RX-packets"] <= stats["vm2"]["tx_packets"]
+    fdb = {(e["mac"].lower(), e["port"]) for e in
+           daemon.call("fdb-show", switch="br0")["entries"]}
+    assert fdb == {(macs["vm1"], "vm1"), (macs["vm2"], "vm2")}
+    # Only the frames before vm2's MAC was learned were flooded (towards vm3, no VM there).
+    assert stats["vm3"]["tx_packets"] == 0
+    assert stats["vm3"]["flood_tx_dropped"] < 5_000
+    assert stats["vm1"]["forwarded"] > 20_000
