@@ -306,6 +306,50 @@ static inline void decide(const struct learn *L, struct learn_worker *w, uint16_
 	}
 }
 
+/* Whether every frame of the burst has the header of the first (restoring stripped tags). */
+static inline bool one_flow(struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t i;
+
+	for (i = 0; i < n; i++)
+		restore_stripped_tag(pkts[i]);
+	for (i = 1; i < n; i++)
+		if (!same_header(pkts[i], pkts[0]))
+			return false;
+	return true;
+}
+
+/*
+ * A burst of one flow (a v2v or p2p stream): frame 0 is classified and its source learned
+ * here, and when it goes unchanged to one learned port the whole burst does, decided once
+ * (fb->uniform). Returns false, having decided nothing, when the general path must run;
+ * *LAST_SRC then says frame 0's source was already handled.
+ */
+static inline bool one_flow_unicast(struct learn *L, struct learn_worker *w, uint16_t in,
+				    uint16_t access, uint32_t now, struct rte_mbuf **pkts,
+				    struct fwd_burst *fb, uint16_t *n_req, uint64_t *last_src)
+{
+	const struct fdb_slot *s;
+	uint32_t out;
+
+	classify(L, w, in, access, pkts[0], 0, fb);
+	if (w->class[0] != FRAME_UNICAST)
+		return false;
+	learn_source(w, now, in, 0, &L->fdb, n_req);
+	*last_src = w->src_key[0];
+	s = fdb_lookup(&L->fdb, w->dst_key[0], w->dst_hash[0]);
+	if (s == NULL)
+		return false;
+	out = fdb_slot_port_flags(s) & FDB_PORT_MASK;
+	if (out == in || out >= SW_MAX_PORTS ||
+	    (__atomic_load_n(&L->member[w->vlan[0]], __ATOMIC_RELAXED) & bit((uint16_t)out)) == 0 ||
+	    ((__atomic_load_n(&L->tagged[w->vlan[0]], __ATOMIC_RELAXED) & bit((uint16_t)out)) != 0)
+	    != (bool)w->tagged[0])
+		return false;
+	fb->uniform = (uint16_t)out;
+	return true;
+}
+
 static void learn_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint16_t n,
 			  struct fwd_burst *fb)
 {
@@ -317,12 +361,14 @@ static void learn_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint
 	uint16_t i, n_req = 0, uniform;
 	unsigned int queued;
 
+	if (one_flow(pkts, n) && one_flow_unicast(L, w, in, access, now, pkts, fb, &n_req,
+						  &last_src))
+		goto learn;
 	for (i = 0; i < n && i < LEARN_PREFETCH; i++)
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
 	for (i = 0; i < n; i++) {
 		if (i + LEARN_PREFETCH < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + LEARN_PREFETCH], void *));
-		restore_stripped_tag(pkts[i]);
 		if (i == 0 || !same_header(pkts[i], pkts[i - 1]))
 			classify(L, w, in, access, pkts[i], i, fb);
 		else
@@ -345,6 +391,7 @@ static void learn_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint
 		;
 	if (i == n && uniform < SW_MAX_PORTS && fb->n_extra == 0)
 		fb->uniform = uniform;
+learn:
 	if (n_req > 0) {
 		queued = rte_ring_enqueue_burst_elem(w->ring, w->req, sizeof(w->req[0]), n_req,
 						     NULL);
@@ -702,7 +749,8 @@ json_t *fwd_learn_fdb_json(void *state, const char *const *port_names)
 			json_array_append_new(a, json_pack("{ss si ss si ss}", "mac", mac,
 				"vlan", fdb_key_vlan(s->key), "port",
 				port_names[port] ? port_names[port] : "?", "age",
-				is_static ? 0 : (json_int_t)(L->now - s->seen), "type",
+				is_static ? 0 : (json_int_t)(L->now - __atomic_load_n(&s->seen,
+							__ATOMIC_RELAXED)), "type",
 				is_static ? "static" : "dynamic"));
 		}
 	return a;
