@@ -54,9 +54,10 @@ static inline int l2_parse(const uint8_t *data, uint32_t len, uint16_t in, uint1
 		return STATS_DROP_VLAN;
 	}
 	f->vlan = v;
-	f->src_key = fdb_key(eth->src_addr.addr_bytes, v);
+	/* Both addresses are followed by two bytes of the header (len >= 14 was checked). */
+	f->src_key = fdb_key_in_header(eth->src_addr.addr_bytes, v);
 	f->dst_key = rte_is_multicast_ether_addr(&eth->dst_addr) ? 0 :
-		     fdb_key(eth->dst_addr.addr_bytes, v);
+		     fdb_key_in_header(eth->dst_addr.addr_bytes, v);
 	return -1;
 }
 

@@ -36,6 +36,11 @@ static void test_key_layout(void **state)
 	assert_int_equal(fdb_key_vlan(k), 4094);
 	assert_true(k & FDB_KEY_VALID);
 	assert_int_not_equal(fdb_key(mac_a, 1), fdb_key(mac_a, 2));
+	{
+		const uint8_t hdr[8] = { 2, 0, 0, 0, 0, 0xa, 0xff, 0xff };
+
+		assert_int_equal(fdb_key_in_header(hdr, 4094), k);
+	}
 }
 
 static void test_learn_move_static_delete(void **state)
