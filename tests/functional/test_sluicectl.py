@@ -43,6 +43,35 @@ def test_readme_session(daemon: Daemon, workdir: Path) -> None:
     assert json.loads(ok(daemon, "--json", "list-switches")) == []
 
 
+def test_learn_session(daemon: Daemon, workdir: Path) -> None:
+    ok(daemon, "add-switch", "br1", "--mode", "learn", "--aging", "60", "--max-entries", "1024")
+    ok(daemon, "add-port", "br1", "vm1", f"vhost-user:server,path={workdir}/vm1.sock")
+    ok(daemon, "add-port", "br1", "up", f"vhost-user:server,path={workdir}/up.sock")
+    ok(daemon, "set-port", "br1", "vm1", "vlan-mode=access", "tag=10")
+    ok(daemon, "set-port", "br1", "up", "vlan-mode=trunk", "trunks=10,20", "learn-limit=100")
+    ok(daemon, "set-switch", "br1", "--aging", "30")
+    ok(daemon, "fdb-add", "br1", "02:00:00:00:00:01", "vm1", "vlan", "10")
+    ok(daemon, "fdb-add", "br1", "02:00:00:00:00:02", "up", "vlan", "20")
+    fdb = ok(daemon, "fdb-show", "br1")
+    assert "02:00:00:00:00:01" in fdb and "static" in fdb and "vm1" in fdb, fdb
+    entries = json.loads(ok(daemon, "fdb-show", "br1", "--json"))["entries"]
+    assert {(e["port"], e["vlan"], e["type"]) for e in entries} == {
+        ("vm1", 10, "static"), ("up", 20, "static")}
+    show = ok(daemon, "show")
+    for words in ("mode learn", "aging 30 s", "2 of 1024", "access 10", "trunk 10,20", "100"):
+        assert words in show, (words, show)
+    stats = ok(daemon, "stats", "br1")
+    assert "learning: 2 addresses" in stats, stats
+    assert "0 learned entries deleted" in ok(daemon, "fdb-flush", "br1")
+    ok(daemon, "fdb-del", "br1", "02:00:00:00:00:02", "vlan", "20")
+    r = ctl(daemon, "fdb-del", "br1", "02:00:00:00:00:02", "vlan", "20")
+    assert r.returncode == 1 and "no entry" in r.stderr
+    r = ctl(daemon, "set-port", "br1", "vm1", "vlan-mode=access", "tag=5000")
+    assert r.returncode == 1 and "tag" in r.stderr
+    r = ctl(daemon, "set-port", "br1", "vm1", "colour=blue")    # usage error
+    assert r.returncode == 2 and "usage" in r.stderr
+
+
 def test_traffic_counters_in_human_stats(daemon: Daemon) -> None:
     ok(daemon, "add-switch", "sw")
     ok(daemon, "add-port", "sw", "src", "null:rx=1")
