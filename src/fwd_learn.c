@@ -255,7 +255,7 @@ static inline void flood(const struct learn *L, struct learn_worker *w, struct r
 	copy = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
 	if (copy == NULL || retag(copy, w->tagged[i], v) != 0) {
 		rte_pktmbuf_free(copy);
-		w->copy_failed += (uint64_t)__builtin_popcountll(change);
+		stats_add(&w->copy_failed, (uint64_t)__builtin_popcountll(change));
 		return;
 	}
 	fb->extra[fb->n_extra].m = copy;
@@ -395,7 +395,7 @@ learn:
 	if (n_req > 0) {
 		queued = rte_ring_enqueue_burst_elem(w->ring, w->req, sizeof(w->req[0]), n_req,
 						     NULL);
-		w->queue_full += n_req - queued;
+		stats_add(&w->queue_full, n_req - queued);
 	}
 }
 
