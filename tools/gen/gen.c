@@ -1255,6 +1255,47 @@ static void teardown(void)
 	}
 }
 
+/* Kinds whose link is up only when the peer (a switch, or a port of ours) is connected. */
+static bool has_peer(uint16_t port)
+{
+	struct rte_eth_dev_info info;
+
+	if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == NULL)
+		return false;
+	return strcmp(info.driver_name, "net_memif") == 0 ||
+	       strcmp(info.driver_name, "net_virtio_user") == 0 ||
+	       strcmp(info.driver_name, "net_vhost") == 0;
+}
+
+static bool links_up(void)
+{
+	struct rte_eth_link link;
+	uint16_t i;
+
+	RTE_ETH_FOREACH_DEV(i)
+		if (has_peer(i) && (rte_eth_link_get_nowait(i, &link) != 0 ||
+				    link.link_status != RTE_ETH_LINK_UP))
+			return false;
+	return true;
+}
+
+/*
+ * The clock starts when every memif, virtio-user and vhost-user link is up (at most 5 s:
+ * a switch's vhost-user client reconnects about once a second, one port at a time) and at
+ * least 500 ms after the ports started, so the switch on the other end is ready as well.
+ */
+static void wait_for_links(void)
+{
+	double start = now_s();
+
+	while (!quit && now_s() - start < 5 && !links_up())
+		rte_delay_ms(10);
+	if (!links_up())
+		fprintf(stderr, "sluice-gen: warning: not every link is up after 5 s\n");
+	if (now_s() - start < 0.5)
+		rte_delay_ms((unsigned int)((0.5 - (now_s() - start)) * 1000));
+}
+
 static void catch_signals(void)
 {
 	signal(SIGINT, on_signal);
@@ -1291,8 +1332,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (setup(&g) == 0) {
-		/* Let virtio-user and memif links come up before the clock starts. */
-		rte_delay_ms(500);
+		wait_for_links();
 		run_loop(&g);
 		drain(&g);
 		write_outputs(&g);
