@@ -57,6 +57,9 @@ struct opts {
 	unsigned int n_vnf_in, n_vnf_out, n_vnf_dst;
 	const char *vnf_dst_arg[VNF_MAX];           /* --vnf-dst-mac, one per pair in order */
 	struct vnf_dst vnf_dst[VNF_MAX];
+	const char *dst_mac_arg[GEN_MAX_STREAMS];  /* --dst-mac, one per sending stream */
+	uint8_t dst_mac[GEN_MAX_STREAMS][6];
+	unsigned int n_dst_mac;
 	enum role role;
 	const char *size_arg, *rate_arg, *vary_arg;
 	struct traffic traffic;
@@ -75,6 +78,8 @@ struct sender {                  /* one generated stream: a port to send on */
 	uint16_t tx;
 	uint64_t next_seq, next_tsc;
 	uint64_t tx_packets, tx_measured, tx_bytes_measured, not_accepted;
+	bool set_addrs;              /* --dst-mac: these addresses (dst, then the port's MAC) */
+	uint8_t addrs[VNF_ETH_ADDRS];
 };
 
 struct sink {                    /* what arrived of one stream id */
@@ -150,6 +155,8 @@ static void usage(FILE *f)
 "                     --vnf-out (up to 8 VNFs). In to out and out to in, MACs rewritten as\n"
 "                     l2fwd does: destination 02:00:00:00:00:0P (P: 0 in, 1 out), source the\n"
 "                     port's own MAC; transmit buffered, drained at least every 100 us\n"
+"  --dst-mac MAC      destination MAC of the k-th sending stream (k-th use; 'default'\n"
+"                     keeps 02:00:02:...); its source is then the sending port's MAC\n"
 "  --vnf-dst-mac M    destination MAC for the k-th VNF (k-th use): M for frames leaving\n"
 "                     its out port, M1,M2 for leaving out, then in; l2fwd: the default\n"
 "  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518, or\n"
@@ -242,6 +249,16 @@ static int parse_role(const char *s, enum role *r)
 	return bad("role", "txrx, tx, rx or reflect");
 }
 
+/* How many streams the role sends (plan_streams makes them). */
+static unsigned int n_streams(const struct opts *o)
+{
+	switch (o->role) {
+	case ROLE_TXRX: return o->n_ports <= 1 ? o->n_ports : o->n_ports / 2 * (o->bidir ? 2 : 1);
+	case ROLE_TX: return o->n_ports;
+	default: return 0;
+	}
+}
+
 /* Every port spec is checked before DPDK starts, so a bad one names its option. */
 static int check_spec_list(const char *opt, const char *const *specs, unsigned int n)
 {
@@ -287,6 +304,8 @@ static int check_options(struct opts *o)
 		return -1;
 	if (o->role == ROLE_TXRX && o->n_ports > 1 && o->n_ports % 2 != 0)
 		return bad("port", "txrx takes ports in pairs (or a single port)");
+	if (o->n_dst_mac > n_streams(o))
+		return bad("dst-mac", "more given than there are sending streams");
 	if (o->warmup + o->cooldown >= o->duration)
 		return bad("duration", "must be longer than --warmup plus --cooldown");
 	if (o->alternate[0] && (o->role != ROLE_TXRX || o->n_ports != 4 || o->bidir))
@@ -321,6 +340,17 @@ static int add_vnf_dst(struct opts *o, const char *v)
 	return 0;
 }
 
+static int add_dst_mac(struct opts *o, const char *v)
+{
+	if (o->n_dst_mac == GEN_MAX_STREAMS)
+		return bad("dst-mac", "at most 8 streams");
+	if (strcmp(v, "default") != 0 &&
+	    vnf_parse_mac(v, strlen(v), o->dst_mac[o->n_dst_mac]) != 0)
+		return bad("dst-mac", "give a MAC like 02:00:00:00:0a:00, or default");
+	o->dst_mac_arg[o->n_dst_mac++] = v;
+	return 0;
+}
+
 static int parse_one(struct opts *o, int c, const char *v)
 {
 	long n;
@@ -344,6 +374,7 @@ static int parse_one(struct opts *o, int c, const char *v)
 				    c == 'I' ? o->vnf_in : o->vnf_out,
 				    c == 'I' ? &o->n_vnf_in : &o->n_vnf_out, v);
 	case 'M': return add_vnf_dst(o, v);
+	case 'D': return add_dst_mac(o, v);
 	case 's': o->size_arg = v; return 0;
 	case 'R': o->rate_arg = v; return 0;
 	case 'f':
@@ -384,6 +415,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "port", 1, NULL, 'p' }, { "role", 1, NULL, 'r' }, { "size", 1, NULL, 's' },
 		{ "reflect", 1, NULL, 'X' }, { "vnf-in", 1, NULL, 'I' },
 		{ "vnf-out", 1, NULL, 'O' }, { "vnf-dst-mac", 1, NULL, 'M' },
+		{ "dst-mac", 1, NULL, 'D' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
 		{ "cooldown", 1, NULL, 'C' }, { "bidir", 0, NULL, 'b' },
@@ -469,9 +501,17 @@ static int open_port(struct gen *g, const struct port_plan *p, unsigned int inde
 static void add_sender(struct gen *g, uint16_t tx)
 {
 	struct sender *s = &g->senders[g->n_senders];
+	struct rte_ether_addr own;
 
 	s->id = (uint8_t)g->n_senders++;
 	s->tx = tx;
+	/* A learning switch must see each port's own source, or its table flaps between them. */
+	if (s->id < g->o.n_dst_mac && strcmp(g->o.dst_mac_arg[s->id], "default") != 0 &&
+	    rte_eth_macaddr_get(tx, &own) == 0) {
+		memcpy(s->addrs, g->o.dst_mac[s->id], 6);
+		memcpy(s->addrs + 6, own.addr_bytes, 6);
+		s->set_addrs = true;
+	}
 }
 
 static void add_sink_port(struct gen *g, uint16_t rx)
@@ -538,6 +578,8 @@ static void fill_frame(const struct gen *g, struct sender *s, struct rte_mbuf *m
 		rte_memcpy(d, g->headers, TRAFFIC_HDR_LEN);
 	else
 		traffic_write_headers(t, d, len, t->flows > 1 ? (uint32_t)(seq % t->flows) : 0);
+	if (s->set_addrs)
+		vnf_rewrite(d, s->addrs);
 	pl->magic = TRAFFIC_MAGIC;
 	pl->stream = s->id;
 	pl->flags = flags;
@@ -950,25 +992,30 @@ static json_t *streams_json(const struct gen *g, uint64_t *lost)
 	return a;
 }
 
-static json_t *options_json(const struct opts *o)
+static json_t *strings_json(const char *const *v, unsigned int n)
 {
-	json_t *ports = json_array();
+	json_t *a = json_array();
 	unsigned int i;
 
-	for (i = 0; i < o->n_ports; i++)
-		json_array_append_new(ports, json_string(o->specs[i]));
-	json_t *refl = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
 
-	for (i = 0; i < o->n_reflect; i++)
-		json_array_append_new(refl, json_string(o->reflect_specs[i]));
+static json_t *options_json(const struct opts *o)
+{
 	json_t *vnf = json_array();
+	unsigned int i;
 
 	for (i = 0; i < o->n_vnf_in; i++)
 		json_array_append_new(vnf, json_pack("{ss ss ss}", "in", o->vnf_in[i],
 			"out", o->vnf_out[i],
 			"dst_mac", i < o->n_vnf_dst ? o->vnf_dst_arg[i] : "l2fwd"));
-	return json_pack("{so so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}", "ports", ports,
-		"reflect", refl, "vnfs", vnf, "role", role_names[o->role], "size", o->size_arg,
+	return json_pack("{so so so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}",
+		"ports", strings_json(o->specs, o->n_ports),
+		"reflect", strings_json(o->reflect_specs, o->n_reflect), "vnfs", vnf,
+		"dst_mac", strings_json(o->dst_mac_arg, o->n_dst_mac),
+		"role", role_names[o->role], "size", o->size_arg,
 		"rate", o->rate_arg, "flows", o->traffic.flows, "vary", o->vary_arg,
 		"bidir", o->bidir, "duration", o->duration, "warmup", o->warmup,
 		"cooldown", o->cooldown, "cpu", o->cpu, "json", o->json, "verbose", o->verbose,

@@ -11,7 +11,7 @@
 
 #include "vnf.h"
 
-static int parse_mac(const char *s, size_t n, uint8_t mac[6])
+int vnf_parse_mac(const char *s, size_t n, uint8_t mac[6])
 {
 	unsigned int b[6], i;
 	char text[18], tail;
@@ -37,8 +37,8 @@ int vnf_parse_dst(const char *s, struct vnf_dst *d, char *err, size_t len)
 	if (strcmp(s, "l2fwd") == 0)
 		return 0;
 	/* The chain's direction first: frames leaving the out port go to the next hop. */
-	if (parse_mac(s, first, d->mac[VNF_OUT]) != 0 ||
-	    (comma != NULL && parse_mac(comma + 1, strlen(comma + 1), d->mac[VNF_IN]) != 0)) {
+	if (vnf_parse_mac(s, first, d->mac[VNF_OUT]) != 0 ||
+	    (comma != NULL && vnf_parse_mac(comma + 1, strlen(comma + 1), d->mac[VNF_IN]) != 0)) {
 		snprintf(err, len, "'%s': give l2fwd, a MAC like 02:00:00:00:01:00, or two "
 			 "(after out, after in) separated by a comma", s);
 		return -1;

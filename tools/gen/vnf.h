@@ -59,6 +59,9 @@ struct vnf_dst {
  */
 int vnf_parse_dst(const char *s, struct vnf_dst *d, char *err, size_t len);
 
+/* A MAC like 02:00:00:00:01:ff in S[0..N) into MAC; 0, or -1 if it is not one. */
+int vnf_parse_mac(const char *s, size_t n, uint8_t mac[6]);
+
 /* l2fwd's destination MAC for frames leaving port PORT_ID: 02:00:00:00:00:<PORT_ID>. */
 void vnf_l2fwd_dst(unsigned int port_id, uint8_t mac[6]);
 
