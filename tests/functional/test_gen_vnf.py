@@ -11,7 +11,7 @@ import pytest
 from gen_helpers import GEN, run_gen
 from scapy.all import IP, UDP, Ether, Raw, rdpcap, wrpcap  # type: ignore
 
-from conftest import Daemon
+from conftest import Daemon, RpcError
 
 
 def vnf_adds_up(v: dict) -> None:
@@ -135,6 +135,39 @@ def test_loopback_through_the_daemon(daemon: Daemon, workdir: Path, switch_role:
     stats = daemon.port_stats("br0")
     assert stats["v0"]["tx_packets"] == stats["v1"]["rx_packets"] == res["tx_packets"]
     assert stats["sink"]["tx_packets"] == res["rx_packets"]
+
+
+def test_chain_steered_by_mac_learning(daemon: Daemon, workdir: Path) -> None:
+    """loopback-1 through a learning switch: the generator addresses the VNF's in port
+    (--dst-mac), the VNF the sink (--vnf-dst-mac); with static entries for those two, every
+    frame is unicast and nothing floods. Skipped where sluiced has no learn mode yet."""
+    try:
+        daemon.call("add-switch", name="br0", mode="learn")
+    except RpcError as e:
+        pytest.skip(f"no learn mode in this sluiced: {e}")
+    mac = {"gen": "02:00:00:00:00:f0", "sink": "02:00:00:00:00:f1",
+           "v0": "02:00:00:00:0a:00", "v1": "02:00:00:00:0a:01"}
+    for p in mac:
+        daemon.call("add-port", switch="br0", name=p,
+                    spec=f"vhost-user:server,path={workdir}/{p}.sock")
+    daemon.call("fdb-add", switch="br0", mac=mac["v0"], port="v0")
+    daemon.call("fdb-add", switch="br0", mac=mac["sink"], port="sink")
+    vu = {p: f"virtio-user:path={workdir}/{p}.sock,mac={m}" for p, m in mac.items()}
+    res, _ = run_gen(workdir, ["--port", vu["gen"], "--port", vu["sink"], "--vnf-in", vu["v0"],
+                               "--vnf-out", vu["v1"], "--dst-mac", mac["v0"],
+                               "--vnf-dst-mac", mac["sink"], "--rate", "50k",
+                               "--duration", "2"])
+    assert res["tx_packets"] > 90_000
+    assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0, res
+    [v] = res["vnfs"]
+    assert v["in_mac"] == mac["v0"] and v["out_mac"] == mac["v1"]
+    assert v["in_to_out"]["rx"] == v["in_to_out"]["tx"] == res["tx_packets"]
+    stats = daemon.port_stats("br0")
+    assert stats["gen"]["tx_packets"] == stats["v1"]["tx_packets"] == 0      # no flooding
+    assert stats["sink"]["tx_packets"] == res["rx_packets"]
+    learnt = {e["mac"].lower(): e["port"] for e in
+              daemon.call("fdb-show", switch="br0")["entries"]}
+    assert learnt[mac["gen"]] == "gen" and learnt[mac["v1"]] == "v1"      # the sources
 
 
 def bad(args: list[str]) -> str:
