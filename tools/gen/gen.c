@@ -35,6 +35,7 @@
 #include "portspec.h"
 #include "sluice_version.h"
 #include "traffic.h"
+#include "vnf.h"
 
 #define GEN_MAX_PORTS 8
 #define GEN_MAX_STREAMS 8
@@ -52,6 +53,13 @@ struct opts {
 	unsigned int n_ports;
 	const char *reflect_specs[GEN_MAX_PORTS];   /* --reflect: extra ports that reflect */
 	unsigned int n_reflect;
+	const char *vnf_in[VNF_MAX], *vnf_out[VNF_MAX];  /* --vnf-in, --vnf-out: paired in order */
+	unsigned int n_vnf_in, n_vnf_out, n_vnf_dst;
+	const char *vnf_dst_arg[VNF_MAX];           /* --vnf-dst-mac, one per pair in order */
+	struct vnf_dst vnf_dst[VNF_MAX];
+	const char *dst_mac_arg[GEN_MAX_STREAMS];  /* --dst-mac, one per sending stream */
+	uint8_t dst_mac[GEN_MAX_STREAMS][6];
+	unsigned int n_dst_mac;
 	enum role role;
 	const char *size_arg, *rate_arg, *vary_arg;
 	struct traffic traffic;
@@ -70,6 +78,8 @@ struct sender {                  /* one generated stream: a port to send on */
 	uint16_t tx;
 	uint64_t next_seq, next_tsc;
 	uint64_t tx_packets, tx_measured, tx_bytes_measured, not_accepted;
+	bool set_addrs;              /* --dst-mac: these addresses (dst, then the port's MAC) */
+	uint8_t addrs[VNF_ETH_ADDRS];
 };
 
 struct sink {                    /* what arrived of one stream id */
@@ -88,11 +98,14 @@ struct gen {
 	uint16_t sink_ports[GEN_MAX_PORTS];
 	unsigned int n_sink_ports;
 	uint16_t reflect_ports[GEN_MAX_PORTS];
+	uint16_t vnf_ports[VNF_MAX][2];
+	struct vnf_set vnfs;
 	struct sink sinks[GEN_MAX_SINKS];
 	struct hist latency;
 	uint64_t reflected, reflect_dropped, foreign;
 	uint64_t stray;              /* frames that came back on a sending port (txrx) */
 	uint64_t passes, idle_passes;
+	uint64_t passes_measured, idle_measured;   /* inside the measured interval */
 	uint64_t hz, t_measure_start, t_measure_end, t_stop;   /* TSC */
 	double start_s, end_s;
 	bool alternating;
@@ -125,7 +138,8 @@ static double now_s(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: sluice-gen --port SPEC [--port SPEC ...] [options] [-- EAL options]\n"
+"usage: sluice-gen --port SPEC [--port SPEC ...] [--vnf-in SPEC --vnf-out SPEC ...]\n"
+"                  [options] [-- EAL options]\n"
 "\n"
 "Traffic generator and sink on DPDK, all roles in one poll loop on one CPU (docs/gen.md).\n"
 "  --port SPEC        a port, as in sluiced (docs/ports.md), up to 8\n"
@@ -136,6 +150,15 @@ static void usage(FILE *f)
 "  --bidir            txrx both ways (1 to 0 as well)\n"
 "  --reflect SPEC     a further port that reflects, served by the same loop as the\n"
 "                     role's ports (repeatable)\n"
+"  --vnf-in SPEC      the in port of an inline VNF (DPDK l2fwd's behaviour), served by the\n"
+"  --vnf-out SPEC     same loop; repeatable, the k-th --vnf-in pairs with the k-th\n"
+"                     --vnf-out (up to 8 VNFs). In to out and out to in, MACs rewritten as\n"
+"                     l2fwd does: destination 02:00:00:00:00:0P (P: 0 in, 1 out), source the\n"
+"                     port's own MAC; transmit buffered, drained at least every 100 us\n"
+"  --dst-mac MAC      destination MAC of the k-th sending stream (k-th use; 'default'\n"
+"                     keeps 02:00:02:...); its source is then the sending port's MAC\n"
+"  --vnf-dst-mac M    destination MAC for the k-th VNF (k-th use): M for frames leaving\n"
+"                     its out port, M1,M2 for leaving out, then in; l2fwd: the default\n"
 "  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518, or\n"
 "                     imix (64:570:1518 at 7:4:1); default 64\n"
 "  --rate R           per sending port: max (default), 1Mpps, 500kpps, 250000, 1.5M,\n"
@@ -226,12 +249,52 @@ static int parse_role(const char *s, enum role *r)
 	return bad("role", "txrx, tx, rx or reflect");
 }
 
+/* How many streams the role sends (plan_streams makes them). */
+static unsigned int n_streams(const struct opts *o)
+{
+	switch (o->role) {
+	case ROLE_TXRX: return o->n_ports <= 1 ? o->n_ports : o->n_ports / 2 * (o->bidir ? 2 : 1);
+	case ROLE_TX: return o->n_ports;
+	default: return 0;
+	}
+}
+
+/* Every port spec is checked before DPDK starts, so a bad one names its option. */
+static int check_spec_list(const char *opt, const char *const *specs, unsigned int n)
+{
+	char err[PORTSPEC_ERR_LEN];
+	struct portspec ps;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (portspec_parse(specs[i], "check", 1, &ps, err, sizeof(err)) != 0) {
+			fprintf(stderr, "sluice-gen: --%s %s: %s\n", opt, specs[i], err);
+			return -1;
+		}
+	return 0;
+}
+
+static int check_specs(const struct opts *o)
+{
+	return check_spec_list("port", o->specs, o->n_ports) != 0 ||
+	       check_spec_list("reflect", o->reflect_specs, o->n_reflect) != 0 ||
+	       check_spec_list("vnf-in", o->vnf_in, o->n_vnf_in) != 0 ||
+	       check_spec_list("vnf-out", o->vnf_out, o->n_vnf_out) != 0 ? -1 : 0;
+}
+
 static int check_options(struct opts *o)
 {
 	char err[200];
 
-	if (o->n_ports == 0)
-		return bad("port", "give at least one port");
+	if (o->n_ports == 0 && o->n_reflect == 0 && o->n_vnf_in == 0 && o->n_vnf_out == 0)
+		return bad("port", "give at least one port (--port, --reflect or --vnf-in/--vnf-out)");
+	if (o->n_vnf_in != o->n_vnf_out)
+		return bad(o->n_vnf_in > o->n_vnf_out ? "vnf-out" : "vnf-in",
+			   "every --vnf-in needs a --vnf-out (they pair in order)");
+	if (o->n_vnf_dst > o->n_vnf_in)
+		return bad("vnf-dst-mac", "more given than there are VNFs (--vnf-in/--vnf-out)");
+	if (check_specs(o) != 0)
+		return -1;
 	if (traffic_parse_sizes(o->size_arg, &o->traffic, err, sizeof(err)) != 0 ||
 	    traffic_parse_vary(o->vary_arg, &o->traffic, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sluice-gen: %s\n", err);
@@ -241,6 +304,8 @@ static int check_options(struct opts *o)
 		return -1;
 	if (o->role == ROLE_TXRX && o->n_ports > 1 && o->n_ports % 2 != 0)
 		return bad("port", "txrx takes ports in pairs (or a single port)");
+	if (o->n_dst_mac > n_streams(o))
+		return bad("dst-mac", "more given than there are sending streams");
 	if (o->warmup + o->cooldown >= o->duration)
 		return bad("duration", "must be longer than --warmup plus --cooldown");
 	if (o->alternate[0] && (o->role != ROLE_TXRX || o->n_ports != 4 || o->bidir))
@@ -252,6 +317,37 @@ static int check_options(struct opts *o)
 		return bad("alternate", "two different processes this user may signal");
 	if (o->alternate[0] && o->duration / o->window > ALT_MAX_WINDOWS - 2)
 		return bad("window", "too short for --duration (at most 4094 windows)");
+	return 0;
+}
+
+static int add_vnf_port(const char *opt, const char **specs, unsigned int *n, const char *v)
+{
+	if (*n == VNF_MAX)
+		return bad(opt, "at most 8 VNFs");
+	specs[(*n)++] = v;
+	return 0;
+}
+
+static int add_vnf_dst(struct opts *o, const char *v)
+{
+	char err[200];
+
+	if (o->n_vnf_dst == VNF_MAX)
+		return bad("vnf-dst-mac", "at most 8 VNFs");
+	if (vnf_parse_dst(v, &o->vnf_dst[o->n_vnf_dst], err, sizeof(err)) != 0)
+		return bad("vnf-dst-mac", err);
+	o->vnf_dst_arg[o->n_vnf_dst++] = v;
+	return 0;
+}
+
+static int add_dst_mac(struct opts *o, const char *v)
+{
+	if (o->n_dst_mac == GEN_MAX_STREAMS)
+		return bad("dst-mac", "at most 8 streams");
+	if (strcmp(v, "default") != 0 &&
+	    vnf_parse_mac(v, strlen(v), o->dst_mac[o->n_dst_mac]) != 0)
+		return bad("dst-mac", "give a MAC like 02:00:00:00:0a:00, or default");
+	o->dst_mac_arg[o->n_dst_mac++] = v;
 	return 0;
 }
 
@@ -272,6 +368,13 @@ static int parse_one(struct opts *o, int c, const char *v)
 			return bad("reflect", "at most 8 ports");
 		o->reflect_specs[o->n_reflect++] = v;
 		return 0;
+	case 'I':
+	case 'O':
+		return add_vnf_port(c == 'I' ? "vnf-in" : "vnf-out",
+				    c == 'I' ? o->vnf_in : o->vnf_out,
+				    c == 'I' ? &o->n_vnf_in : &o->n_vnf_out, v);
+	case 'M': return add_vnf_dst(o, v);
+	case 'D': return add_dst_mac(o, v);
 	case 's': o->size_arg = v; return 0;
 	case 'R': o->rate_arg = v; return 0;
 	case 'f':
@@ -310,7 +413,9 @@ static int parse_options(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
 		{ "port", 1, NULL, 'p' }, { "role", 1, NULL, 'r' }, { "size", 1, NULL, 's' },
-		{ "reflect", 1, NULL, 'X' },
+		{ "reflect", 1, NULL, 'X' }, { "vnf-in", 1, NULL, 'I' },
+		{ "vnf-out", 1, NULL, 'O' }, { "vnf-dst-mac", 1, NULL, 'M' },
+		{ "dst-mac", 1, NULL, 'D' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
 		{ "cooldown", 1, NULL, 'C' }, { "bidir", 0, NULL, 'b' },
@@ -334,21 +439,47 @@ static int parse_options(int argc, char **argv, struct opts *o)
 
 /* ---- ports ---- */
 
-static int open_port(struct gen *g, const char *spec, unsigned int index, uint16_t *ethdev)
+/* A port to open: its spec, the option that named it, where its ethdev id goes. */
+struct port_plan {
+	const char *spec, *opt;
+	uint16_t *ethdev;
+	int rank;                    /* opened in rank order: see port_rank() */
+};
+
+/*
+ * The order ports are opened in, so both ends of a link may live in this process. Servers
+ * that only listen (memif, vhost-user server) go first, then the clients that connect to
+ * them, here or in a switch. Last come virtio-user servers (server=1): their probe blocks in
+ * accept() until the client, a switch's vhost-user client port, connects.
+ */
+static int port_rank(const char *spec)
+{
+	char err[PORTSPEC_ERR_LEN];
+	struct portspec ps;
+
+	if (portspec_parse(spec, "rank", 1, &ps, err, sizeof(err)) != 0 || !ps.path_is_server)
+		return 1;
+	return ps.kind == PORTSPEC_VIRTIO_USER ? 2 : 0;
+}
+
+static int open_port(struct gen *g, const struct port_plan *p, unsigned int index)
 {
 	char err[PORTSPEC_ERR_LEN], unique[16], probe[PORTSPEC_DEVNAME_LEN + PORTSPEC_ARGS_LEN];
 	struct rte_eth_conf conf = { 0 };
+	const char *spec = p->spec;
+	uint16_t *ethdev = p->ethdev;
 	struct portspec ps;
 	int rc;
 
 	snprintf(unique, sizeof(unique), "g%u", index);
 	if (portspec_parse(spec, unique, 1, &ps, err, sizeof(err)) != 0) {
-		fprintf(stderr, "sluice-gen: --port %s: %s\n", spec, err);
+		fprintf(stderr, "sluice-gen: --%s %s: %s\n", p->opt, spec, err);
 		return -1;
 	}
 	portspec_probe_string(&ps, probe, sizeof(probe));
 	if (rte_dev_probe(probe) != 0 || rte_eth_dev_get_port_by_name(ps.devname, ethdev) != 0) {
-		fprintf(stderr, "sluice-gen: cannot create port %s (%s)\n", spec, probe);
+		fprintf(stderr, "sluice-gen: --%s: cannot create port %s (%s)\n", p->opt, spec,
+			probe);
 		return -1;
 	}
 	rc = rte_eth_dev_configure(*ethdev, 1, 1, &conf);
@@ -359,7 +490,8 @@ static int open_port(struct gen *g, const char *spec, unsigned int index, uint16
 	if (rc == 0)
 		rc = rte_eth_dev_start(*ethdev);
 	if (rc != 0) {
-		fprintf(stderr, "sluice-gen: port %s: set-up failed: %s\n", spec, rte_strerror(-rc));
+		fprintf(stderr, "sluice-gen: --%s %s: set-up failed: %s\n", p->opt, spec,
+			rte_strerror(-rc));
 		return -1;
 	}
 	rte_eth_promiscuous_enable(*ethdev);
@@ -369,9 +501,17 @@ static int open_port(struct gen *g, const char *spec, unsigned int index, uint16
 static void add_sender(struct gen *g, uint16_t tx)
 {
 	struct sender *s = &g->senders[g->n_senders];
+	struct rte_ether_addr own;
 
 	s->id = (uint8_t)g->n_senders++;
 	s->tx = tx;
+	/* A learning switch must see each port's own source, or its table flaps between them. */
+	if (s->id < g->o.n_dst_mac && strcmp(g->o.dst_mac_arg[s->id], "default") != 0 &&
+	    rte_eth_macaddr_get(tx, &own) == 0) {
+		memcpy(s->addrs, g->o.dst_mac[s->id], 6);
+		memcpy(s->addrs + 6, own.addr_bytes, 6);
+		s->set_addrs = true;
+	}
 }
 
 static void add_sink_port(struct gen *g, uint16_t rx)
@@ -438,6 +578,8 @@ static void fill_frame(const struct gen *g, struct sender *s, struct rte_mbuf *m
 		rte_memcpy(d, g->headers, TRAFFIC_HDR_LEN);
 	else
 		traffic_write_headers(t, d, len, t->flows > 1 ? (uint32_t)(seq % t->flows) : 0);
+	if (s->set_addrs)
+		vnf_rewrite(d, s->addrs);
 	pl->magic = TRAFFIC_MAGIC;
 	pl->stream = s->id;
 	pl->flags = flags;
@@ -650,6 +792,22 @@ struct second {
 	uint64_t tx, rx, passes, idle;
 };
 
+/* The VNFs' counters so far, as a field of the per-second JSON record. */
+static void print_vnf_counts(const struct gen *g)
+{
+	json_t *a;
+	char *text;
+
+	if (g->vnfs.n == 0)
+		return;
+	a = vnf_counts_json(&g->vnfs);
+	text = json_dumps(a, JSON_COMPACT);
+	if (text != NULL)
+		printf(", \"vnfs\": %s", text);
+	free(text);
+	json_decref(a);
+}
+
 static void print_second(const struct gen *g, struct second *last, double t)
 {
 	struct second now = { t, TX_ALL(g), RX_ALL(g), g->passes, g->idle_passes };
@@ -657,24 +815,28 @@ static void print_second(const struct gen *g, struct second *last, double t)
 	double rx_pps = (double)(now.rx - last->rx) / dt;
 	double idle = now.passes > last->passes ? (double)(now.idle - last->idle) /
 						   (double)(now.passes - last->passes) : 0.0;
+	double passes_per_s = (double)(now.passes - last->passes) / dt;
 	uint64_t gaps = sum_sinks(g, offsetof(struct sink, gap_lost));
 
-	if (g->o.json)
+	if (g->o.json) {
 		printf("{\"monotonic_s\": %.6f, \"t\": %.3f, \"tx_pps\": %.0f, \"rx_pps\": %.0f, "
 		       "\"tx_packets\": %" PRIu64 ", \"rx_packets\": %" PRIu64 ", \"gap_lost\": %"
-		       PRIu64 ", \"idle_fraction\": %.4f}\n", t, t - g->start_s, tx_pps, rx_pps,
-		       now.tx, now.rx, gaps, idle);
-	else
+		       PRIu64 ", \"idle_fraction\": %.4f, \"passes_per_s\": %.0f", t, t - g->start_s,
+		       tx_pps, rx_pps, now.tx, now.rx, gaps, idle, passes_per_s);
+		print_vnf_counts(g);
+		printf("}\n");
+	} else {
 		printf("%7.1f s  tx %11.0f pps  rx %11.0f pps  gaps %10" PRIu64 "  idle %5.1f %%\n",
 		       t - g->start_s, tx_pps, rx_pps, gaps, 100 * idle);
+	}
 	fflush(stdout);
 	*last = now;
 }
 
-/* Receives on every sink port and reflects on every reflecting port. */
-static uint64_t receive_pass(struct gen *g)
+/* Receives on every sink port, reflects on every reflecting port, forwards every VNF. */
+static uint64_t receive_pass(struct gen *g, uint64_t tsc)
 {
-	uint64_t work = 0;
+	uint64_t work = g->vnfs.n > 0 ? vnf_pass(&g->vnfs, tsc) : 0;
 	unsigned int i;
 
 	for (i = 0; i < g->n_sink_ports; i++)
@@ -707,15 +869,15 @@ static void drain_senders(struct gen *g)
 }
 
 /* One pass of the loop: every stream sends (or only ONLY_SENDER, if >= 0), then receive. */
-static uint64_t one_pass(struct gen *g, int only_sender)
+static uint64_t one_pass(struct gen *g, int only_sender, uint64_t tsc)
 {
-	uint64_t work = 0, tsc = rte_rdtsc();
+	uint64_t work = 0;
 	unsigned int i;
 
 	for (i = 0; i < g->n_senders; i++)
 		if (only_sender < 0 || (int)i == only_sender)
 			work += send_burst(g, &g->senders[i], tsc);
-	return work + receive_pass(g);
+	return work + receive_pass(g, tsc);
 }
 
 static void step_alternation(struct gen *g, double t)
@@ -739,10 +901,16 @@ static void run_loop(struct gen *g)
 	if (g->alternating)
 		alt_start(&g->alt, t, tsc0);
 	while (!quit && t - g->start_s < o->duration) {
-		uint64_t work = one_pass(g, g->alternating ? (int)g->alt.pair : -1);
+		uint64_t tsc = rte_rdtsc();
+		uint64_t work = one_pass(g, g->alternating ? (int)g->alt.pair : -1, tsc);
 
 		g->passes++;
 		g->idle_passes += work == 0;
+		/* The idle share that tells a generator-bound run is the measured interval's. */
+		if (in_measurement(g, tsc)) {
+			g->passes_measured++;
+			g->idle_measured += work == 0;
+		}
 		/* The clock and the rarer chores every 64 passes: a few microseconds at most. */
 		if ((g->passes & 63) != 0)
 			continue;
@@ -766,9 +934,10 @@ static void drain(struct gen *g)
 	if (g->alternating)
 		alt_resume_all();
 	while (now_s() < until) {
-		receive_pass(g);
+		receive_pass(g, rte_rdtsc());
 		drain_senders(g);
 	}
+	vnf_flush(&g->vnfs);
 }
 
 /* ---- output ---- */
@@ -823,19 +992,30 @@ static json_t *streams_json(const struct gen *g, uint64_t *lost)
 	return a;
 }
 
-static json_t *options_json(const struct opts *o)
+static json_t *strings_json(const char *const *v, unsigned int n)
 {
-	json_t *ports = json_array();
+	json_t *a = json_array();
 	unsigned int i;
 
-	for (i = 0; i < o->n_ports; i++)
-		json_array_append_new(ports, json_string(o->specs[i]));
-	json_t *refl = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
 
-	for (i = 0; i < o->n_reflect; i++)
-		json_array_append_new(refl, json_string(o->reflect_specs[i]));
-	return json_pack("{so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}", "ports", ports,
-		"reflect", refl, "role", role_names[o->role], "size", o->size_arg,
+static json_t *options_json(const struct opts *o)
+{
+	json_t *vnf = json_array();
+	unsigned int i;
+
+	for (i = 0; i < o->n_vnf_in; i++)
+		json_array_append_new(vnf, json_pack("{ss ss ss}", "in", o->vnf_in[i],
+			"out", o->vnf_out[i],
+			"dst_mac", i < o->n_vnf_dst ? o->vnf_dst_arg[i] : "l2fwd"));
+	return json_pack("{so so so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}",
+		"ports", strings_json(o->specs, o->n_ports),
+		"reflect", strings_json(o->reflect_specs, o->n_reflect), "vnfs", vnf,
+		"dst_mac", strings_json(o->dst_mac_arg, o->n_dst_mac),
+		"role", role_names[o->role], "size", o->size_arg,
 		"rate", o->rate_arg, "flows", o->traffic.flows, "vary", o->vary_arg,
 		"bidir", o->bidir, "duration", o->duration, "warmup", o->warmup,
 		"cooldown", o->cooldown, "cpu", o->cpu, "json", o->json, "verbose", o->verbose,
@@ -852,6 +1032,14 @@ static int loop_cpu(void)
 		if (CPU_ISSET(i, &set))
 			return i;
 	return -1;
+}
+
+/* Loop passes that found no work, over the measured interval (the whole run if it had none). */
+static double idle_fraction(const struct gen *g)
+{
+	if (g->passes_measured > 0)
+		return (double)g->idle_measured / (double)g->passes_measured;
+	return g->passes ? (double)g->idle_passes / (double)g->passes : 0.0;
 }
 
 static json_t *summary(const struct gen *g)
@@ -880,14 +1068,18 @@ static json_t *summary(const struct gen *g)
 		"rx_bps", (double)rx_bytes * 8 / measured,
 		"rx_bps_l1", ((double)rx_bytes + (double)rx * L1_OVERHEAD) * 8 / measured,
 		"mean_frame_bytes", traffic_mean_size(&o->traffic),
-		"idle_fraction", g->passes ? (double)g->idle_passes / (double)g->passes : 0.0,
-		"elapsed_s", elapsed);
+		"idle_fraction", idle_fraction(g), "elapsed_s", elapsed);
+	json_object_set_new(r, "passes", json_integer((json_int_t)g->passes));
+	json_object_set_new(r, "passes_per_s", json_real(elapsed > 0 ? (double)g->passes /
+							 elapsed : 0.0));
 	json_object_set_new(r, "latency_ns", latency_json(&g->latency));
 	json_object_set_new(r, "streams", streams);
 	json_object_set_new(r, "options", options_json(o));
 	if (o->role == ROLE_REFLECT || o->n_reflect > 0)
 		json_object_set_new(r, "reflect", json_pack("{sI sI}", "sent",
 			(json_int_t)g->reflected, "refused", (json_int_t)g->reflect_dropped));
+	if (g->vnfs.n > 0)
+		json_object_set_new(r, "vnfs", vnf_json(&g->vnfs, o->vnf_in, o->vnf_out));
 	if (g->alternating) {
 		json_object_set_new(r, "windows", alt_windows_json(&g->alt));
 		json_object_set_new(r, "alternation", alt_summary_json(&g->alt));
@@ -1026,6 +1218,44 @@ static int init_eal(int argc, char **argv, int first, const struct opts *o)
 	return rte_eal_init(n, eal) < 0 ? -1 : 0;
 }
 
+/*
+ * Mbufs enough for every port's receive and transmit ring to be full at once (virtio-user
+ * frees sent mbufs lazily), a VNF buffer per port, and the generator's bursts in flight.
+ */
+static unsigned int pool_size(const struct opts *o)
+{
+	unsigned int ports = o->n_ports + o->n_reflect + o->n_vnf_in + o->n_vnf_out;
+
+	return RTE_MAX(16383u, ports * (2 * GEN_RING + 2 * GEN_BURST) + 4096);
+}
+
+/* Every port in rank order (port_rank), each class in the order given. */
+static int open_ports(struct gen *g)
+{
+	const struct opts *o = &g->o;
+	struct port_plan plan[2 * GEN_MAX_PORTS + 2 * VNF_MAX];
+	unsigned int n = 0, i;
+	int rank;
+
+	for (i = 0; i < o->n_reflect; i++)
+		plan[n++] = (struct port_plan){ o->reflect_specs[i], "reflect", &g->reflect_ports[i],
+						port_rank(o->reflect_specs[i]) };
+	for (i = 0; i < o->n_ports; i++)
+		plan[n++] = (struct port_plan){ o->specs[i], "port", &g->ports[i],
+						port_rank(o->specs[i]) };
+	for (i = 0; i < o->n_vnf_in; i++) {
+		plan[n++] = (struct port_plan){ o->vnf_in[i], "vnf-in", &g->vnf_ports[i][VNF_IN],
+						port_rank(o->vnf_in[i]) };
+		plan[n++] = (struct port_plan){ o->vnf_out[i], "vnf-out",
+						&g->vnf_ports[i][VNF_OUT], port_rank(o->vnf_out[i]) };
+	}
+	for (rank = 0; rank <= 2; rank++)
+		for (i = 0; i < n; i++)
+			if (plan[i].rank == rank && open_port(g, &plan[i], i) != 0)
+				return -1;
+	return 0;
+}
+
 /* Ports, streams and the header template; 0, or -1 after a message. */
 static int setup(struct gen *g)
 {
@@ -1034,19 +1264,17 @@ static int setup(struct gen *g)
 	g->hz = rte_get_tsc_hz();
 	g->ns_per_tsc = 1e9 / (double)g->hz;
 	hist_init(&g->latency);
-	g->pool = rte_pktmbuf_pool_create("gen_pool", 16383, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-					  (int)rte_socket_id());
+	g->pool = rte_pktmbuf_pool_create("gen_pool", pool_size(&g->o), 256, 0,
+					  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	if (g->pool == NULL) {
 		fprintf(stderr, "sluice-gen: no mbuf pool: %s\n", rte_strerror(rte_errno));
 		return -1;
 	}
-	/* Reflecting ports first: they are often the server side of the others. */
-	for (i = 0; i < g->o.n_reflect; i++)
-		if (open_port(g, g->o.reflect_specs[i], GEN_MAX_PORTS + i,
-			      &g->reflect_ports[i]) != 0)
-			return -1;
-	for (i = 0; i < g->o.n_ports; i++)
-		if (open_port(g, g->o.specs[i], i, &g->ports[i]) != 0)
+	if (open_ports(g) != 0)
+		return -1;
+	for (i = 0; i < g->o.n_vnf_in; i++)
+		if (vnf_setup(&g->vnfs, i, g->vnf_ports[i][VNF_IN], g->vnf_ports[i][VNF_OUT],
+			      i < g->o.n_vnf_dst ? &g->o.vnf_dst[i] : NULL) != 0)
 			return -1;
 	plan_streams(g);
 	g->fixed_headers = g->o.traffic.flows == 1 && g->o.traffic.hi == 0 &&
@@ -1072,6 +1300,47 @@ static void teardown(void)
 		rte_eth_dev_stop(i);
 		rte_eth_dev_close(i);
 	}
+}
+
+/* Kinds whose link is up only when the peer (a switch, or a port of ours) is connected. */
+static bool has_peer(uint16_t port)
+{
+	struct rte_eth_dev_info info;
+
+	if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == NULL)
+		return false;
+	return strcmp(info.driver_name, "net_memif") == 0 ||
+	       strcmp(info.driver_name, "net_virtio_user") == 0 ||
+	       strcmp(info.driver_name, "net_vhost") == 0;
+}
+
+static bool links_up(void)
+{
+	struct rte_eth_link link;
+	uint16_t i;
+
+	RTE_ETH_FOREACH_DEV(i)
+		if (has_peer(i) && (rte_eth_link_get_nowait(i, &link) != 0 ||
+				    link.link_status != RTE_ETH_LINK_UP))
+			return false;
+	return true;
+}
+
+/*
+ * The clock starts when every memif, virtio-user and vhost-user link is up (at most 5 s:
+ * a switch's vhost-user client reconnects about once a second, one port at a time) and at
+ * least 500 ms after the ports started, so the switch on the other end is ready as well.
+ */
+static void wait_for_links(void)
+{
+	double start = now_s();
+
+	while (!quit && now_s() - start < 5 && !links_up())
+		rte_delay_ms(10);
+	if (!links_up())
+		fprintf(stderr, "sluice-gen: warning: not every link is up after 5 s\n");
+	if (now_s() - start < 0.5)
+		rte_delay_ms((unsigned int)((0.5 - (now_s() - start)) * 1000));
 }
 
 static void catch_signals(void)
@@ -1110,8 +1379,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (setup(&g) == 0) {
-		/* Let virtio-user and memif links come up before the clock starts. */
-		rte_delay_ms(500);
+		wait_for_links();
 		run_loop(&g);
 		drain(&g);
 		write_outputs(&g);
