@@ -152,9 +152,9 @@ class Runner:
             name, mode = split_key(key)
             cls = ADAPTERS[name]
             sw = cls(self._ctx(cls, f"{name}-{mode}-{next(self.letters)}"), mode)
-            topo = topology(scn, sw.ctx.work, sw.ctx.tag, live.netns.switch if live.netns
-                            else None)
             try:
+                ns = live.netns.create(f"{sw.ctx.tag}-sw") if live.netns else None
+                topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns)
                 if live.netns:
                     live.netns.add_veths(topo)
                 sw.start(topo)
@@ -173,8 +173,7 @@ class Runner:
         live = Live()
         try:
             if scn.phy == "veth":
-                live.netns = Namespaces(f"{self.tag}")
-                live.netns.create()
+                live.netns = Namespaces(self.tag)
             self.start_switches(scn, keys, live)
             yield live
         finally:

@@ -98,29 +98,34 @@ def run_ip(*args: str) -> None:
 
 
 class Namespaces:
-    """The switch's and the generator's network namespaces for veth scenarios; made by us,
-    deleted by us (which deletes their veths too)."""
+    """Network namespaces for veth scenarios, made by us and deleted by us (which deletes
+    their veths too): one for the generator's ends, one per switch for the switch's ends (a
+    switch's kernel-side devices, such as OVS's taps, then stay apart from the others')."""
 
     def __init__(self, tag: str) -> None:
-        self.switch = f"{tag}-sw"
+        self.tag = tag
         self.gen = f"{tag}-gen"
         self.made: list[str] = []
 
-    def create(self) -> None:
-        """Makes both namespaces with their loopback devices up."""
-        for ns in (self.switch, self.gen):
-            run_ip("netns", "add", ns)
-            self.made.append(ns)
-            run_ip("-n", ns, "link", "set", "lo", "up")
+    def create(self, name: str) -> str:
+        """Makes namespace NAME with its loopback up; returns NAME."""
+        run_ip("netns", "add", name)
+        self.made.append(name)
+        run_ip("-n", name, "link", "set", "lo", "up")
+        return name
 
     def add_veths(self, topo: Topology) -> None:
-        """One veth pair per link of TOPO: the switch's end here, the generator's there."""
+        """One veth pair per veth link of TOPO: the switch's end in TOPO's namespace, the
+        generator's in the generator's (made on first use)."""
+        if self.gen not in self.made:
+            self.create(self.gen)
+        assert topo.netns is not None
         for link in topo.links:
             if link.kind != "veth":
                 continue
-            run_ip("-n", self.switch, "link", "add", link.iface, "type", "veth", "peer",
+            run_ip("-n", topo.netns, "link", "add", link.iface, "type", "veth", "peer",
                    "name", link.peer, "netns", self.gen)
-            for ns, dev in ((self.switch, link.iface), (self.gen, link.peer)):
+            for ns, dev in ((topo.netns, link.iface), (self.gen, link.peer)):
                 run_ip("-n", ns, "link", "set", dev, "mtu", "1600", "up")
                 subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
                                 f"net.ipv6.conf.{dev}.disable_ipv6=1"],

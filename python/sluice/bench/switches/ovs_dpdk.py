@@ -40,6 +40,7 @@ class OvsDpdk(Switch):
         self.prefix = f"{ctx.tag}ov"
         self.db: subprocess.Popen[bytes] | None = None
         self.vswitchd: subprocess.Popen[bytes] | None = None
+        self.own_netns: str | None = None
 
     @classmethod
     def available(cls, repo: Path) -> str | None:
@@ -90,13 +91,21 @@ class OvsDpdk(Switch):
                    "other_config:dpdk-extra=--file-prefix=" + self.prefix
                    + " --single-file-segments --no-pci --log-level=*:warning")
 
+    def _own_netns(self) -> str:
+        """A namespace of our own for vswitchd's taps (its datapath's ovs-netdev, the
+        bridge's internal port), so that they never appear beside the host's devices."""
+        name = f"{self.ctx.tag}-ovs"
+        subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True)
+        self.own_netns = name
+        return name
+
     def _start_vswitchd(self, netns: str | None) -> None:
         log = self.dir / "vswitchd.log"
+        netns = netns or self._own_netns()
         cmd = ["taskset", "-c", str(self.ctx.ctl_cpu), str(VSWITCHD),
                f"unix:{self.dir}/db.sock", f"--unixctl={self.dir}/vswitchd.ctl", "--no-chdir",
                f"--log-file={log}", "-vconsole:off", "-vfile:info"]
-        if netns:
-            cmd = ["ip", "netns", "exec", netns, *cmd]
+        cmd = ["ip", "netns", "exec", netns, *cmd]
         self.vswitchd = procs.start(cmd, self.dir / "vswitchd.out", self._env())
         procs.wait_until((self.dir / "vswitchd.ctl").exists, self.vswitchd, "ovs-vswitchd",
                          self.dir / "vswitchd.out", timeout=60)
@@ -181,3 +190,7 @@ class OvsDpdk(Switch):
             procs.stop(self.db, timeout=10)
             self.db = None
         procs.remove_hugepage_files(self.prefix)
+        if self.own_netns is not None:
+            subprocess.run(["ip", "netns", "del", self.own_netns], capture_output=True,
+                           timeout=20, check=False)
+            self.own_netns = None
