@@ -189,7 +189,8 @@ class Runner:
         dest = self.s.out / "logs"
         dest.mkdir(parents=True, exist_ok=True)
         for log in self.work.rglob("*.log"):
-            shutil.copy(log, dest / f"{log.parent.name}-{log.name}")
+            name = "-".join(log.relative_to(self.work).parts)
+            shutil.copy(log, dest / name)
 
     # -- trials -------------------------------------------------------------------------
     def oversubscribed(self, sws: Sequence[Switch], alternating: bool) -> bool:

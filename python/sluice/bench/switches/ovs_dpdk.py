@@ -52,6 +52,15 @@ class OvsDpdk(Switch):
                     + "): run scripts/setup.sh --peers (Debian openvswitch-switch-dpdk)")
         return None
 
+    def unsupported(self, scenario: str, phy: str) -> str | None:
+        if phy == "memif" and scenario != "v2v":
+            # Seen here: frames entered OVS's net_memif port and none left the other one.
+            # Not yet understood; a guess is that OVS transmits on a queue (one per thread)
+            # that sluice-gen's one-queue memif client never connected.
+            return ("OVS-DPDK over net_memif forwarded no frames in our runs (not yet "
+                    "understood); use --phy veth for OVS in p2p")
+        return super().unsupported(scenario, phy)
+
     def _env(self) -> dict[str, str]:
         d = str(self.dir)
         return {**os.environ, "OVS_RUNDIR": d, "OVS_DBDIR": d, "OVS_LOGDIR": d,
