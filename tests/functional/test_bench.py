@@ -7,9 +7,12 @@ which the tests check afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -21,10 +24,28 @@ BENCH = REPO / "bin" / "sluice-bench"
 GEN = REPO / "build" / "tools" / "gen" / "sluice-gen"
 
 
-def bench(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
-    """Runs bin/sluice-bench ARGS to the end."""
-    return subprocess.run([str(BENCH), *args], capture_output=True, text=True,
-                          timeout=timeout)
+def bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Runs bin/sluice-bench ARGS to the end, in a session of its own: if it overruns
+    TIMEOUT, SIGTERM lets it stop its switches, and whatever is left of its process group
+    is killed (by group id: only the harness and what it started are in it)."""
+    proc = subprocess.Popen([str(BENCH), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGCONT)
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        for f in glob.glob(f"/dev/hugepages/sb{proc.pid % 100000}*map_*"):
+            os.unlink(f)
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def rows(out: Path) -> list[dict]:
@@ -44,7 +65,7 @@ def test_smoke_v2v_sluice_and_testpmd(tmp_path: Path) -> None:
     """v2v at 64 B, 2 s runs: both switches forward, rx <= tx, a report is written."""
     out = tmp_path / "smoke"
     r = bench("run", "--scenario", "v2v", "--switch", "sluice:patch,testpmd", "--sizes", "64",
-              "--duration", "3", "--trials", "2", "--warmup", "1", "--out", str(out))
+              "--duration", "4", "--trials", "2", "--warmup", "0", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     got = rows(out)
     assert {x["key"] for x in got} == {"sluice:patch", "testpmd:io"}

@@ -91,3 +91,12 @@ def test_gen_output_is_split_into_samples_windows_and_summary() -> None:
             '{"tx_packets": 7, "rx_packets": 6, "streams": []}\n')
     s, w, summary = parse_lines(text)
     assert len(s) == 1 and s[0].rx_pps == 6 and len(w) == 1 and summary["rx_packets"] == 6
+
+
+def test_settings_refuse_runs_with_nothing_to_count() -> None:
+    parse = cli.make_parser().parse_args
+    s = cli.settings(parse(["run", "--duration", "2"]), ("testpmd:io",), "testpmd")
+    assert s.warmup == 0.0 and s.alt_duration == 4.0       # 4 windows at least
+    assert cli.settings(parse(["run"]), ("testpmd:io",), "testpmd").warmup == 1.0
+    with pytest.raises(ValueError, match="counted second"):
+        cli.settings(parse(["run", "--duration", "2", "--warmup", "1.5"]), ("t:io",), "t")

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -80,15 +81,20 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help="generator runs per switch (alternating: per switch against the "
                         "baseline, orders alternate) and size (default 2)")
     p.add_argument("--duration", type=float, default=12.0,
-                   help="seconds per generator run (default 12)")
+                   help="seconds per generator run (default 12); alternating runs last at "
+                        "least the warm-up plus four windows, so that each switch has a "
+                        "window between two of the other's")
     p.add_argument("--window", type=float, default=1.0,
                    help="alternating window, seconds (default 1.0)")
     p.add_argument("--settle", type=float, default=0.3,
                    help="uncounted start of each window, seconds (default 0.3)")
-    p.add_argument("--warmup", type=float, default=1.0,
-                   help="seconds (alternating: windows) not counted at the start (default 1)")
-    p.add_argument("--cooldown", type=float, default=0.5,
-                   help="seconds not counted at the end of an interleaved trial (default 0.5)")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="seconds not counted at the start: whole one-second samples in "
+                        "interleaved trials, the windows that start inside it in alternating "
+                        "ones (default 1; 0 when --duration is under 3 s)")
+    p.add_argument("--cooldown", type=float, default=0.0,
+                   help="seconds not counted at the end of an interleaved trial (default 0: "
+                        "closed-loop sending stops at once)")
     p.add_argument("--switch-cpu", type=int, default=1,
                    help="CPU of every switch's forwarding thread (default 1)")
     p.add_argument("--gen-cpu", type=int, default=0,
@@ -168,10 +174,14 @@ def default_out() -> Path:
 
 
 def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> Settings:
-    """Settings from the parsed options."""
+    """Settings from the parsed options; ValueError when they leave nothing to count."""
+    warmup = args.warmup if args.warmup is not None else (1.0 if args.duration >= 3 else 0.0)
+    if args.duration - warmup - args.cooldown < 1:
+        raise ValueError(f"--duration {args.duration} leaves under one counted second after "
+                         f"--warmup {warmup} and --cooldown {args.cooldown}")
     return Settings(units=units(args), switches=keys, trials=args.trials,
                     duration=args.duration, window=args.window, settle=args.settle,
-                    warmup=args.warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
+                    warmup=warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
                     gen_cpu=args.gen_cpu, allow_shared_cpu=args.allow_shared_cpu,
                     baseline=baseline, out=args.out or default_out(), repo=REPO,
                     vnf=args.vnf)
@@ -186,6 +196,10 @@ def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
         # Two instances of one switch: the second key carries a marker the runner strips.
         return (a[0], b[0] + "#2"), b[0] + "#2"
     return (a[0], b[0]), b[0]
+
+
+def _raise_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -207,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     from sluice.bench.progress import run_with_progress
+    # SIGTERM (a timeout, a CI job cancelled) unwinds like ^C, so that every switch is
+    # continued, stopped and cleaned up by the runner's finally blocks.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         rows = run_with_progress(Runner, s)
     except arrange.SharedCpuError as e:

@@ -88,17 +88,35 @@ def parse_lines(text: str) -> tuple[list[Sample], list[dict[str, Any]], dict[str
 def run(cmd: list[str], log: Path, out: Path, timeout: float) -> GenResult:
     """Runs CMD (a sluice-gen command with --json --out OUT) to its end.
 
-    CPU seconds come from the children's rusage: the harness waits for one child at a time."""
+    Output goes to files, not pipes, and only the generator's own PID is waited for: its
+    watchdog child (sluice-gen-wd) inherits stdout, and a pipe would stay open for as long
+    as that lives. A generator that outlives TIMEOUT is killed (by PID); if it had written
+    its summary by then, the run still counts and the log says so. CPU seconds come from
+    the children's rusage: the harness waits for one child at a time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    stdout, stderr = log.with_suffix(".stdout"), log.with_suffix(".stderr")
+    note = ""
+    with stdout.open("w") as o, stderr.open("w") as e:
+        proc = subprocess.Popen(cmd, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            done = out.exists()
+            note = f"# killed after {timeout:.0f} s, summary {'written' if done else 'missing'}\n"
+            code = 0 if done else -9
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.monotonic() - t0
-    log.write_text(f"$ {' '.join(cmd)}\n# wall {wall:.2f} s\n{r.stdout}\n{r.stderr}")
-    if r.returncode != 0:
-        raise RuntimeError(f"sluice-gen exited with {r.returncode}: "
-                           f"{' | '.join(r.stderr.strip().splitlines()[-3:])} (log {log})")
-    samples, windows, summary = parse_lines(r.stdout)
+    text, err = stdout.read_text(errors="replace"), stderr.read_text(errors="replace")
+    log.write_text(f"$ {' '.join(cmd)}\n# wall {wall:.2f} s\n{note}{text}\n{err}")
+    stdout.unlink()
+    stderr.unlink()
+    if code != 0:
+        raise RuntimeError(f"sluice-gen exited with {code}: "
+                           f"{' | '.join(err.strip().splitlines()[-3:])} (log {log})")
+    samples, windows, summary = parse_lines(text)
     if out.exists():
         summary = json.loads(out.read_text())
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

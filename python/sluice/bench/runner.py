@@ -53,6 +53,16 @@ class Settings:
     repo: Path
     vnf: str = "inline"
 
+    @property
+    def alt_duration(self) -> float:
+        """An alternating run lasts at least the warm-up and four windows, so each switch
+        has a counted window between two of the other's (a shorter --duration is raised)."""
+        return max(self.duration, self.warmup + 4 * self.window)
+
+    def gen_seconds(self, method: str) -> float:
+        """How long sluice-gen sends in a trial of METHOD."""
+        return self.alt_duration if method == "alternating" else self.duration
+
 
 @dataclass
 class Live:
@@ -135,7 +145,7 @@ class Runner:
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
         """Expected length of PLAN."""
-        return sum(expected_seconds(specs, self.s.duration, len(keys))
+        return sum(expected_seconds(specs, self.s.gen_seconds(specs[0].method), len(keys))
                    for _, keys, specs in plan)
 
     # -- switches -----------------------------------------------------------------------
@@ -204,7 +214,8 @@ class Runner:
                 netns: str | None) -> list[str]:
         """The sluice-gen command of one trial."""
         cmd = [str(self.gen), "--cpu", str(self.s.gen_cpu), "--role", "txrx", "--size",
-               str(spec.size), "--rate", "max", "--duration", str(self.s.duration), "--json",
+               str(spec.size), "--rate", "max", "--duration",
+               str(self.s.gen_seconds(spec.method)), "--json",
                "--out", str(out)]
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
@@ -225,7 +236,7 @@ class Runner:
         cmd = self.gen_cmd(spec, sws, out, netns)
         log = self.s.out / "logs" / out.with_suffix(".log").name
         log.parent.mkdir(parents=True, exist_ok=True)
-        timeout = self.s.duration + 90
+        timeout = self.s.gen_seconds(spec.method) + 30
         try:
             return gen.run(cmd, log, out, timeout)
         except RuntimeError:
@@ -348,7 +359,7 @@ class Runner:
         what = (f"{spec.scenario.label()} {spec.size} B trial {spec.trial}: "
                 + " vs ".join(spec.switches))
         if any(k not in live.switches for k in spec.switches):
-            self.progress(self.s.duration + 3, f"{what} (skipped)")
+            self.progress(self.s.gen_seconds(spec.method) + 3, f"{what} (skipped)")
             return []
         try:
             rows = self.run_trial(spec, live)
@@ -358,7 +369,7 @@ class Runner:
             self.skip("+".join(spec.switches), spec.scenario, f"trial failed: {e}")
             rows = []
         append_rows(self.results, rows)
-        self.progress(self.s.duration + 3, what)
+        self.progress(self.s.gen_seconds(spec.method) + 3, what)
         return rows
 
     @property
@@ -375,6 +386,7 @@ class Runner:
         settings["units"] = [{"scenario": scn.name, "phy": scn.phy,
                               "direction": scn.direction, "sizes": list(sizes)}
                              for scn, sizes in self.s.units]
+        settings["alternating_duration"] = self.s.alt_duration
         settings["placement_monitor"] = (str(self.monitor.exe) if self.monitor.available
                                          else None)
         m = manifest.collect(self.s.repo, self.versions, settings)
