@@ -12,6 +12,7 @@ import json
 import resource
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,13 +86,32 @@ def parse_lines(text: str) -> tuple[list[Sample], list[dict[str, Any]], dict[str
     return samples, windows, summary
 
 
-def run(cmd: list[str], log: Path, out: Path, timeout: float) -> GenResult:
+def wait(proc: subprocess.Popen[bytes], out: Path, timeout: float,
+         on_summary: Callable[[], None]) -> int:
+    """Waits for PROC; calls ON_SUMMARY once, as soon as its summary file OUT exists."""
+    deadline = time.monotonic() + timeout
+    called = False
+    while True:
+        try:
+            return proc.wait(0.1)
+        except subprocess.TimeoutExpired:
+            if not called and out.exists():
+                on_summary()
+                called = True
+            if time.monotonic() > deadline:
+                raise
+
+
+def run(cmd: list[str], log: Path, out: Path, timeout: float,
+        on_summary: Callable[[], None] = lambda: None) -> GenResult:
     """Runs CMD (a sluice-gen command with --json --out OUT) to its end.
 
     Output goes to files, not pipes, and only the generator's own PID is waited for: its
     watchdog child (sluice-gen-wd) inherits stdout, and a pipe would stay open for as long
     as that lives. A generator that outlives TIMEOUT is killed (by PID); if it had written
-    its summary by then, the run still counts and the log says so. CPU seconds come from
+    its summary by then, the run still counts and the log says so. ON_SUMMARY runs as soon
+    as the summary is written (the runner continues every switch of the trial then: a
+    vhost-user backend left stopped would hold the generator's device close). CPU seconds come from
     the children's rusage: the harness waits for one child at a time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
@@ -100,7 +120,7 @@ def run(cmd: list[str], log: Path, out: Path, timeout: float) -> GenResult:
     with stdout.open("w") as o, stderr.open("w") as e:
         proc = subprocess.Popen(cmd, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
         try:
-            code = proc.wait(timeout)
+            code = wait(proc, out, timeout, on_summary)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -237,13 +237,16 @@ class Runner:
         log = self.s.out / "logs" / out.with_suffix(".log").name
         log.parent.mkdir(parents=True, exist_ok=True)
         timeout = self.s.gen_seconds(spec.method) + 30
+        def resume() -> None:
+            live.signal(spec.switches, signal.SIGCONT)
+
         try:
-            return gen.run(cmd, log, out, timeout)
+            return gen.run(cmd, log, out, timeout, resume)
         except RuntimeError:
             if not any(a.startswith("af_xdp:") for a in cmd):
                 raise
             cmd = [a.replace("af_xdp:", "af_packet:", 1) for a in cmd]
-            return gen.run(cmd, log, out, timeout)
+            return gen.run(cmd, log, out, timeout, resume)
 
     def run_trial(self, spec: TrialSpec, live: Live) -> list[Row]:
         """Continues the trial's switches, runs the generator, stops them again."""
