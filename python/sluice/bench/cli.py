@@ -221,9 +221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     from sluice.bench.progress import run_with_progress
-    # SIGTERM (a timeout, a CI job cancelled) unwinds like ^C, so that every switch is
-    # continued, stopped and cleaned up by the runner's finally blocks.
+    # SIGTERM and SIGHUP (a timeout, a closed terminal, a cancelled CI job) unwind like ^C,
+    # so that every switch is continued, stopped and cleaned up by the runner's finally
+    # blocks.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
     try:
         rows = run_with_progress(Runner, s)
     except arrange.SharedCpuError as e:

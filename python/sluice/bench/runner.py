@@ -255,6 +255,7 @@ class Runner:
         over = self.oversubscribed(sws, spec.method == "alternating")
         before = {k: self.cpu_of(live.switches[k]) for k in keys}
         busy0 = procs.cpu_busy()
+        t0 = time.monotonic()
         live.signal(keys, signal.SIGCONT)
         try:
             time.sleep(0.3)
@@ -262,9 +263,10 @@ class Runner:
                 res = self.run_gen(spec, sws, live)
         finally:
             live.signal(keys, signal.SIGSTOP)
+        wall = round(time.monotonic() - t0, 3)
         busy = {c: round(v - busy0.get(c, 0.0), 3) for c, v in procs.cpu_busy().items()}
         cpu = {k: _delta(self.cpu_of(live.switches[k]), before[k]) for k in keys}
-        common = {"over": over, "busy": busy, "cpu": cpu, "res": res}
+        common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall}
         if spec.method == "alternating":
             return self.alternating_rows(spec, sws, keys, common)
         return self.interleaved_rows(spec, sws[0], keys[0], common)
@@ -289,7 +291,7 @@ class Runner:
                    generator_bound=idle < 0.01, kernel_path=spec.scenario.kernel_path,
                    gen_idle_fraction=idle, port_kind=sw.port_kind(), steering=sw.steering(),
                    switch_cpu_s=common["cpu"][key], gen_cpu_s=round(res.cpu_s, 3),
-                   cpu_busy_s=common["busy"], latency_ns=lat, **kw)
+                   cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat, **kw)
 
     def alternating_rows(self, spec: TrialSpec, sws: Sequence[Switch], keys: Sequence[str],
                          common: dict[str, Any]) -> list[Row]:

@@ -53,6 +53,7 @@ class Row:
     port_kind: str = ""            # the switch's port driver (vhost-user, memif, af_xdp, ...)
     steering: str = ""             # how the switch steers the scenario's frames
     switch_cpu_s: float | None = None   # CPU seconds of the switch's processes in the trial
+    wall_s: float | None = None    # the trial's length, switch continued to stopped again
     gen_cpu_s: float | None = None
     cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
     latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's, saturated
