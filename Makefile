@@ -50,7 +50,7 @@ BENCH_LOCK := flock /tmp/sluice-cpu.lock
 BENCH_ARGS ?=
 
 bench: setup-peers build
-	$(BENCH_LOCK) bin/sluice-bench run --matrix default $(BENCH_ARGS)
+	$(BENCH_LOCK) bin/sluice-bench run --matrix default --duration 20 $(BENCH_ARGS)
 
 bench-full: setup-peers build
 	$(BENCH_LOCK) bin/sluice-bench run --scenario v2v,p2p,loopback-1,loopback-2,loopback-3,loopback-4,loopback-5 \

@@ -123,15 +123,16 @@ def bar_figure(table: Sequence[dict[str, Any]], scenario: str, dest: Path) -> st
         xs = [j + i * width for j in range(len(sizes))]
         axes[0].bar(xs, [by[z]["rx_mpps"] if z in by else 0 for z in sizes], width, label=sw)
         axes[1].bar(xs, [by[z]["gbps_l1"] if z in by else 0 for z in sizes], width, label=sw)
-    for ax, unit in zip(axes, ("Mpps (frames/s, per direction summed)", "Gbit/s, L1 (+20 B/frame)"),
+    for ax, unit in zip(axes, ("R+ Mpps (all directions)", "Gbit/s, L1 (frame + 20 B)"),
                         strict=True):
         ax.set_xticks([j + width * (len(switches) - 1) / 2 for j in range(len(sizes))],
                       [f"{z} B" for z in sizes])
         ax.set_ylabel(unit)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8)
     fig.suptitle(f"{scenario}: R+ by frame size (placement: {place})")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     name = "tput-" + scenario.replace("/", "-").replace(" ", "-")
     for ext in ("png", "svg"):
         fig.savefig(dest / f"{name}.{ext}", dpi=100)

@@ -187,7 +187,8 @@ class OvsDpdk(Switch):
 
     def steering(self) -> str:
         if self.mode == "normal":
-            return "OVS-DPDK NORMAL action: MAC learning, flooding of unknown destinations"
+            return ("OVS-DPDK NORMAL action: MAC learning, flooding of unknown destinations "
+                    "(one-way traffic never teaches it the sink's MAC: every frame floods)")
         return "OVS-DPDK explicit rules in_port=A,actions=output:B for each pair, both ways"
 
     def stop(self) -> None:
