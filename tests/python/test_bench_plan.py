@@ -59,6 +59,8 @@ def test_placement_labels_of_an_interval() -> None:
     assert placement.label(probes, 0.5, 1.5) == "near"
     assert placement.label(probes, 0.5, 2.5) == "mixed"
     assert placement.label(probes, 3.0, 4.0) == "unlabelled"
+    late = placement.parse('{"t_mono": 5.0, "rtt_ns": 0, "label": "unknown"}')
+    assert placement.label([*probes, *late], 1.5, 5.5) == "far"     # unknown left out
 
 
 def test_loopback_topology_chains_vnfs_pair_by_pair(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -106,6 +106,12 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vnf", choices=("inline",), default="inline",
                    help="where loopback VNFs run: inline, in sluice-gen's loop (the only "
                         "arrangement that measures the switch on 2 CPUs)")
+    p.add_argument("--gen", type=Path, default=None,
+                   help="the sluice-gen to use (default build/tools/gen/sluice-gen); "
+                        "loopback needs one with --vnf-in")
+    p.add_argument("--placement-monitor", type=Path, default=None,
+                   help="the vCPU-placement monitor (default bin/sluice-placement; rows are "
+                        "'unlabelled' without one)")
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default bench/results/<UTC timestamp>/)")
     p.add_argument("--no-report", action="store_true",
@@ -184,7 +190,7 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
                     warmup=warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
                     gen_cpu=args.gen_cpu, allow_shared_cpu=args.allow_shared_cpu,
                     baseline=baseline, out=args.out or default_out(), repo=REPO,
-                    vnf=args.vnf)
+                    vnf=args.vnf, gen=args.gen, monitor=args.placement_monitor)
 
 
 def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:

@@ -39,9 +39,8 @@ def has_inline_vnfs(gen: Path) -> bool:
 
 
 def port_args(sw: Switch) -> list[str]:
-    """--port for the switch's phy links, --vnf-in/--vnf-out/--vnf-dst-mac for its VNFs.
-
-    VNF k rewrites the destination MAC as DPDK's l2fwd does (02:00:00:00:00:<output port>)."""
+    """--port for the switch's phy links, --vnf-in/--vnf-out for its VNFs, which rewrite
+    the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P)."""
     assert sw.topology is not None
     args: list[str] = []
     vnf_links = [link for link in sw.topology.links if link.role == "vnf"]
@@ -50,7 +49,7 @@ def port_args(sw: Switch) -> list[str]:
             args += ["--port", sw.gen_spec(link)]
     for k in range(0, len(vnf_links), 2):
         args += ["--vnf-in", sw.gen_spec(vnf_links[k]), "--vnf-out",
-                 sw.gen_spec(vnf_links[k + 1]), "--vnf-dst-mac", f"02:00:00:00:00:{k + 1:02x}"]
+                 sw.gen_spec(vnf_links[k + 1])]
     return args
 
 

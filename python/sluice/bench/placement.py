@@ -4,6 +4,7 @@ The monitor (from sluice-gen's tools) bounces one cache line between the two CPU
 times a second and prints JSON lines `{"t_mono": S, "rtt_ns": N, "label": "near"|"far"}`.
 A stretch of time is `near` or `far` when every probe inside it says so, `mixed` when they
 disagree, and `unlabelled` when no probe fell inside it (or the monitor is not installed).
+Probes labelled `unknown` (a monitor thread was not scheduled in time) are left out.
 """
 
 from __future__ import annotations
@@ -46,17 +47,18 @@ def parse(text: str) -> list[Probe]:
 
 def label(probes: Sequence[Probe], start: float, end: float) -> str:
     """The label of the interval [START, END] on CLOCK_MONOTONIC."""
-    seen = {p.label for p in probes if start <= p.t_mono <= end}
+    seen = {p.label for p in probes if start <= p.t_mono <= end and p.label in ("near", "far")}
     if not seen:
         return "unlabelled"
-    return seen.pop() if len(seen) == 1 and seen <= {"near", "far"} else "mixed"
+    return seen.pop() if len(seen) == 1 else "mixed"
 
 
 class Monitor:
     """Runs the monitor for the length of a trial when it is installed."""
 
-    def __init__(self, repo: Path, work: Path) -> None:
-        self.exe = monitor_path(repo)
+    def __init__(self, exe: Path, work: Path, cpus: tuple[int, int]) -> None:
+        self.exe = exe
+        self.cpus = cpus
         self.out = work / "placement.jsonl"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -69,7 +71,9 @@ class Monitor:
     def running(self) -> Iterator[None]:
         """The monitor runs inside this block (nothing happens without it)."""
         if self.available:
-            self.proc = subprocess.Popen([str(self.exe)], stdout=self.out.open("ab"),
+            cpus = f"{self.cpus[0]},{self.cpus[1]}"
+            self.proc = subprocess.Popen([str(self.exe), "--cpus", cpus],
+                                         stdout=self.out.open("ab"),
                                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         try:
             yield

@@ -52,6 +52,8 @@ class Settings:
     out: Path
     repo: Path
     vnf: str = "inline"
+    gen: Path | None = None            # sluice-gen; default: the repository's build
+    monitor: Path | None = None        # placement monitor; default: bin/sluice-placement
 
     @property
     def alt_duration(self) -> float:
@@ -98,8 +100,10 @@ class Runner:
         self.say = say
         self.work = Path(tempfile.mkdtemp(prefix="sbench-", dir="/tmp"))
         self.tag = f"sb{os.getpid() % 100000}"
-        self.monitor = placement.Monitor(settings.repo, self.work)
-        self.gen = gen.gen_path(settings.repo)
+        self.monitor = placement.Monitor(
+            settings.monitor or placement.monitor_path(settings.repo), self.work,
+            (settings.gen_cpu, settings.switch_cpu))
+        self.gen = settings.gen or gen.gen_path(settings.repo)
         self.skipped: list[dict[str, str]] = []
         self.versions: dict[str, str] = {}
         self.results = settings.out / "results.jsonl"
