@@ -3,7 +3,8 @@ BUILD ?= build
 VENV  := .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: all setup build test test-unit test-functional test-fuzz fuzz lint bench bench-quick clean help
+.PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz lint bench \
+	bench-full bench-quick clean help
 
 all: build
 
@@ -13,11 +14,16 @@ help:
 	@echo "make test         setup + build + every test (C unit tests, lint, functional tests)"
 	@echo "make fuzz         the learn-mode parser/table fuzz target for FUZZ_SECONDS (600)"
 	@echo "make bench-quick  sluiced patch vs dpdk-testpmd io, v2v, 64 B and 1500 B"
-	@echo "make bench        setup + build + the default comparison"
+	@echo "make bench        setup (with peers) + build + the default matrix (~20 min) + report"
+	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes"
+	@echo "                  (BENCH_ARGS='--duration 2' shortens either)"
 	@echo "make clean        remove $(BUILD)/"
 
 setup:
 	scripts/setup.sh
+
+setup-peers:
+	scripts/setup.sh --peers
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD)
@@ -62,8 +68,18 @@ test-functional: build
 bench-quick: setup build
 	bench/quick.sh
 
-bench: setup build
-	bench/quick.sh
+# Benchmarks hold /tmp/sluice-cpu.lock: the machine's 2 CPUs are shared, and two runs at
+# once would measure each other. sluice-bench prints where its report is.
+BENCH_LOCK := flock /tmp/sluice-cpu.lock
+BENCH_ARGS ?=
+
+bench: setup-peers build
+	$(BENCH_LOCK) bin/sluice-bench run --matrix default --duration 20 $(BENCH_ARGS)
+
+bench-full: setup-peers build
+	$(BENCH_LOCK) bin/sluice-bench run --scenario v2v,p2p,loopback-1,loopback-2,loopback-3,loopback-4,loopback-5 \
+		--phy memif,veth --direction uni,bidir --sizes 64,256,1024,1500 --trials 4 \
+		--duration 20 $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -4,18 +4,22 @@
 #
 #   scripts/setup.sh            packages, Python venv, hugepages
 #   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
+#   scripts/setup.sh --peers    also the peer switches and report tools of sluice-bench:
+#                               openvswitch-switch-dpdk, headless chromium
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 venv="$top/.venv"
 hugepages_wanted=${SLUICE_HUGEPAGES:-1024}     # 2 MiB pages: 2 GiB, room for daemon + clients
 do_huge=1
+do_peers=0
 
 for arg in "$@"; do
 	case "$arg" in
 	--no-huge) do_huge=0 ;;
+	--peers) do_peers=1 ;;
 	-h|--help)
-		sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0 ;;
 	*) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
 	esac
@@ -33,10 +37,16 @@ debian_packages=(
 	iproute2 tcpdump procps psmisc
 	clang libclang-rt-14-dev
 )
+# sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK (a private ovsdb-server
+# and ovs-vswitchd-dpdk are started by the harness; no system service is used) and headless
+# Chromium, which renders the HTML report in a test.
+peer_packages=(openvswitch-switch-dpdk chromium)
 
 missing_debian_packages() {
 	local p
-	for p in "${debian_packages[@]}"; do
+	local wanted=("${debian_packages[@]}")
+	[ "$do_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
+	for p in "${wanted[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
 			|| echo "$p"
 	done
@@ -60,13 +70,14 @@ install_debian_packages() {
 		|| die "apt-get install failed for: $missing"
 }
 
-python_packages=(pytest pytest-timeout scapy ruff)
+# rich and matplotlib: sluice-bench's progress bar and report figures.
+python_packages=(pytest pytest-timeout scapy ruff rich matplotlib)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi

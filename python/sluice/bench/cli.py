@@ -1,0 +1,250 @@
+"""sluice-bench: the switch-comparison method as one command (docs/bench.md).
+
+    sluice-bench run --scenario v2v --switch sluice,testpmd --sizes 64,1500
+    sluice-bench compare sluice testpmd --scenario p2p --phy memif
+    sluice-bench report bench/results/20261122T174500Z
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sluice.bench import arrange, scenarios
+from sluice.bench.runner import Runner, Settings
+from sluice.bench.scenarios import Scenario
+from sluice.bench.switches import ADAPTERS
+
+REPO = Path(__file__).resolve().parents[3]
+PROG = "sluice-bench"
+
+# make bench's matrix (issue 7): v2v and p2p (both stand-ins) at 64 and 1500 B one way,
+# loopback-1 and loopback-3 at 64 B.
+DEFAULT_MATRIX: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("v2v", "memif", (64, 1500)),
+    ("p2p", "memif", (64, 1500)),
+    ("p2p", "veth", (64, 1500)),
+    ("loopback-1", "memif", (64,)),
+    ("loopback-3", "memif", (64,)),
+)
+DEFAULT_SWITCHES = "sluice,testpmd,ovs-dpdk,linux-bridge"
+
+
+def csv(text: str) -> list[str]:
+    """Comma-separated words, empty ones dropped."""
+    return [w.strip() for w in text.split(",") if w.strip()]
+
+
+def sizes(text: str) -> tuple[int, ...]:
+    """Frame sizes (bytes incl. FCS) from '64,1500'."""
+    try:
+        out = tuple(int(w) for w in csv(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad size list {text!r}") from e
+    if not out or any(not 64 <= s <= 1518 for s in out):
+        raise argparse.ArgumentTypeError("sizes are 64..1518 bytes, FCS included")
+    return out
+
+
+def switch_keys(text: str) -> tuple[str, ...]:
+    """name:mode keys from '--switch': a bare name means every mode of that adapter."""
+    keys: list[str] = []
+    for word in csv(text):
+        name, _, mode = word.partition(":")
+        if name not in ADAPTERS:
+            raise argparse.ArgumentTypeError(
+                f"unknown switch {name!r}: one of {', '.join(ADAPTERS)}")
+        modes = ADAPTERS[name].modes
+        if mode and mode not in modes:
+            raise argparse.ArgumentTypeError(f"{name} has modes {', '.join(modes)}")
+        keys += [f"{name}:{m}" for m in ([mode] if mode else modes)]
+    return tuple(dict.fromkeys(keys))
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """Options shared by run and compare."""
+    p.add_argument("--scenario", default="v2v",
+                   help="comma-separated: v2v, p2p, loopback-1..5 (default v2v)")
+    p.add_argument("--phy", default="memif",
+                   help="physical-port stand-ins for p2p and loopback, comma-separated: "
+                        "memif (a memif link the generator owns) and/or veth (af_xdp, "
+                        "falling back to af_packet; rows marked kernel_path) (default memif)")
+    p.add_argument("--direction", default="uni",
+                   help="comma-separated: uni and/or bidir (default uni)")
+    p.add_argument("--sizes", type=sizes, default=(64, 1500),
+                   help="frame sizes in bytes including the 4-byte FCS (default 64,1500)")
+    p.add_argument("--trials", type=int, default=2,
+                   help="generator runs per switch (alternating: per switch against the "
+                        "baseline, orders alternate) and size (default 2)")
+    p.add_argument("--duration", type=float, default=12.0,
+                   help="seconds per generator run (default 12); alternating runs last at "
+                        "least the warm-up plus four windows, so that each switch has a "
+                        "window between two of the other's")
+    p.add_argument("--window", type=float, default=1.0,
+                   help="alternating window, seconds (default 1.0)")
+    p.add_argument("--settle", type=float, default=0.3,
+                   help="uncounted start of each window, seconds (default 0.3)")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="seconds not counted at the start: whole one-second samples in "
+                        "interleaved trials, the windows that start inside it in alternating "
+                        "ones (default 1; 0 when --duration is under 3 s)")
+    p.add_argument("--cooldown", type=float, default=0.0,
+                   help="seconds not counted at the end of an interleaved trial (default 0: "
+                        "closed-loop sending stops at once)")
+    p.add_argument("--switch-cpu", type=int, default=1,
+                   help="CPU of every switch's forwarding thread (default 1)")
+    p.add_argument("--gen-cpu", type=int, default=0,
+                   help="CPU of sluice-gen and of the switches' sleeping control threads "
+                        "(default 0)")
+    p.add_argument("--allow-shared-cpu", action="store_true",
+                   help="run even when two busy pollers would share a CPU; rows are then "
+                        "marked oversubscribed and kept out of comparisons")
+    p.add_argument("--vnf", choices=("inline",), default="inline",
+                   help="where loopback VNFs run: inline, in sluice-gen's loop (the only "
+                        "arrangement that measures the switch on 2 CPUs)")
+    p.add_argument("--gen", type=Path, default=None,
+                   help="the sluice-gen to use (default build/tools/gen/sluice-gen); "
+                        "loopback needs one with --vnf-in")
+    p.add_argument("--placement-monitor", type=Path, default=None,
+                   help="the vCPU-placement monitor (default bin/sluice-placement; rows are "
+                        "'unlabelled' without one)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results directory (default bench/results/<UTC timestamp>/)")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write report.md and report.html at the end")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    ap = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, Linux "
+                    "bridge) in NFV scenarios on a small machine, by the published method: "
+                    "one sluice-gen loop as generator, sink and inline VNFs on one CPU, the "
+                    "switch's forwarding thread alone on the other, ratios between userspace "
+                    "switches from alternating windows. See docs/bench.md.",
+        epilog="examples:\n"
+               "  sluice-bench run --scenario v2v --switch sluice,testpmd --sizes 64,1500\n"
+               "  sluice-bench run --matrix default --duration 2\n"
+               "  sluice-bench compare testpmd testpmd --duration 20\n"
+               "  sluice-bench report bench/results/20261122T174500Z\n")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="run a matrix of scenarios, switches and sizes",
+                         description="Run scenarios x switches x sizes and write results.jsonl, "
+                                     "manifest.json and the report.")
+    add_common(run)
+    run.add_argument("--switch", type=switch_keys, default=switch_keys(DEFAULT_SWITCHES),
+                     help="comma-separated switches, NAME or NAME:MODE: sluice (patch, learn), "
+                          "testpmd (io), ovs-dpdk (normal, flows), linux-bridge (learn; p2p "
+                          f"veth only). A bare name runs every mode. (default {DEFAULT_SWITCHES})")
+    run.add_argument("--baseline", default="testpmd",
+                     help="switch every other userspace switch is alternated against "
+                          "(default testpmd; the first switch when it is absent)")
+    run.add_argument("--matrix", choices=("default",),
+                     help="default: make bench's matrix (v2v and p2p memif/veth at 64 and "
+                          "1500 B, loopback-1 and -3 at 64 B, one way); overrides --scenario, "
+                          "--phy, --direction and --sizes")
+    cmp_ = sub.add_parser("compare", help="two switches in alternating windows",
+                          description="Ratio of switch A to switch B (NAME or NAME:MODE) "
+                                      "from alternating windows; the same switch twice "
+                                      "checks the method (expect a ratio near 1).")
+    cmp_.add_argument("a", help="switch A, e.g. sluice:patch")
+    cmp_.add_argument("b", help="switch B (the baseline), e.g. testpmd")
+    add_common(cmp_)
+    rep = sub.add_parser("report", help="write report.md and report.html for a results dir",
+                         description="Read DIR/results.jsonl and DIR/manifest.json; write "
+                                     "DIR/report.md, DIR/report.html and figures.")
+    rep.add_argument("dir", type=Path, help="a results directory of 'run' or 'compare'")
+    return ap
+
+
+def units(args: argparse.Namespace) -> tuple[tuple[Scenario, tuple[int, ...]], ...]:
+    """(scenario, sizes) pairs from the options or the default matrix."""
+    if getattr(args, "matrix", None) == "default":
+        return tuple((scenarios.parse(n, phy, "uni"), sz) for n, phy, sz in DEFAULT_MATRIX)
+    out = []
+    for name in csv(args.scenario):
+        for direction in csv(args.direction):
+            phys = ["memif"] if name == "v2v" else csv(args.phy)
+            out += [(scenarios.parse(name, phy, direction), args.sizes) for phy in phys]
+    return tuple(out)
+
+
+def default_out() -> Path:
+    """bench/results/<UTC timestamp>/."""
+    return REPO / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> Settings:
+    """Settings from the parsed options; ValueError when they leave nothing to count."""
+    warmup = args.warmup if args.warmup is not None else (1.0 if args.duration >= 3 else 0.0)
+    if args.duration - warmup - args.cooldown < 1:
+        raise ValueError(f"--duration {args.duration} leaves under one counted second after "
+                         f"--warmup {warmup} and --cooldown {args.cooldown}")
+    return Settings(units=units(args), switches=keys, trials=args.trials,
+                    duration=args.duration, window=args.window, settle=args.settle,
+                    warmup=warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
+                    gen_cpu=args.gen_cpu, allow_shared_cpu=args.allow_shared_cpu,
+                    baseline=baseline, out=args.out or default_out(), repo=REPO,
+                    vnf=args.vnf, gen=args.gen, monitor=args.placement_monitor)
+
+
+def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
+    """The two keys of compare; the same switch twice gets two instances."""
+    a, b = switch_keys(args.a), switch_keys(args.b)
+    if len(a) != 1 or len(b) != 1:
+        raise SystemExit(f"{PROG} compare: name one mode each (e.g. ovs-dpdk:normal)")
+    if a == b:
+        # Two instances of one switch: the second key carries a marker the runner strips.
+        return (a[0], b[0] + "#2"), b[0] + "#2"
+    return (a[0], b[0]), b[0]
+
+
+def _raise_interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The entry point of bin/sluice-bench."""
+    args = make_parser().parse_args(argv)
+    if args.command == "report":
+        from sluice.bench import report
+        path = report.write(args.dir)
+        print(f"report: {path} and {path.with_suffix('.html')}")
+        return 0
+    if args.command == "compare":
+        keys, baseline = compare_keys(args)
+        args.trials = max(args.trials, 2)
+    else:
+        keys, baseline = args.switch, args.baseline
+    try:
+        s = settings(args, keys, baseline)
+    except ValueError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    from sluice.bench.progress import run_with_progress
+    # SIGTERM and SIGHUP (a timeout, a closed terminal, a cancelled CI job) unwind like ^C,
+    # so that every switch is continued, stopped and cleaned up by the runner's finally
+    # blocks.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    try:
+        rows = run_with_progress(Runner, s)
+    except arrange.SharedCpuError as e:
+        print(f"{PROG}: refused: {e}", file=sys.stderr)
+        return 2
+    print(f"results: {s.out / 'results.jsonl'} ({len(rows)} rows), manifest: "
+          f"{s.out / 'manifest.json'}")
+    if not args.no_report and rows:
+        from sluice.bench import report
+        path = report.write(s.out)
+        print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,332 @@
+"""report DIR: report.md and report.html (with matplotlib figures) from results.jsonl.
+
+Figures compare switches only within one placement label and one method; rows marked
+`oversubscribed` are listed but kept out of every comparison, and `kernel_path` rows (p2p
+over veth) are shown apart, since the kernel's veth path bounds every switch on them.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sluice.bench.schema import Row, load_rows
+from sluice.bench.stats import gbps, spread
+
+PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
+
+
+def key_of(r: Row) -> str:
+    """The switch and mode of a row, as the legend shows it."""
+    return r.key or f"{r.switch}:{r.mode}"
+
+
+def scenario_of(r: Row) -> str:
+    """v2v, p2p/memif, loopback-1/memif ... with the direction when not one-way."""
+    name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+    return name if r.direction == "uni" else f"{name} {r.direction}"
+
+
+def comparable(rows: Iterable[Row]) -> list[Row]:
+    """The rows that may be compared: not oversubscribed."""
+    return [r for r in rows if not r.oversubscribed]
+
+
+def best_placement(rows: Sequence[Row]) -> str:
+    """The placement label to compare by: near first, then unlabelled, mixed, far."""
+    have = {r.placement for r in rows}
+    return next((p for p in PLACEMENT_ORDER if p in have), "unlabelled")
+
+
+def throughput_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per scenario, size and switch: R+ (mean over trials' rows), its spread, samples."""
+    groups: dict[tuple[str, int, str, str], list[Row]] = defaultdict(list)
+    for r in comparable(rows):
+        groups[(scenario_of(r), r.size, key_of(r), r.placement)].append(r)
+    out = []
+    for (scn, size, key, place), rs in sorted(groups.items()):
+        rates = [r.rx_pps for r in rs]
+        sp = spread(rates)
+        out.append({"scenario": scn, "size": size, "switch": key, "placement": place,
+                    "method": rs[0].method, "rx_mpps": statistics.fmean(rates) / 1e6,
+                    "q1_mpps": sp.q1 / 1e6, "q3_mpps": sp.q3 / 1e6, "trials": len(rs),
+                    "samples": sum(r.samples for r in rs),
+                    "loss": statistics.fmean(r.loss for r in rs),
+                    "gbps_l1": gbps(statistics.fmean(rates), size, "l1"),
+                    "gbps_l2": gbps(statistics.fmean(rates), size, "l2"),
+                    "generator_bound": any(r.generator_bound for r in rs),
+                    "kernel_path": rs[0].kernel_path,
+                    "cpu_s_per_mpps": _cpu_per_mpps(rs)})
+    return out
+
+
+def _cpu_per_mpps(rs: Sequence[Row]) -> float | None:
+    """The switch's CPU seconds per second of its trial, per Mpps forwarded: interleaved
+    rows only (in alternating runs a switch is stopped half the time)."""
+    vals = [r.switch_cpu_s / r.wall_s / (r.rx_pps / 1e6) for r in rs
+            if r.switch_cpu_s and r.wall_s and r.rx_pps and r.method == "interleaved"]
+    return statistics.fmean(vals) if vals else None
+
+
+def ratio_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per scenario, size and pair: the median of all neighbour-ratio medians, pooled over
+    trials (both generator orders), with the quartiles of the trial medians and counts."""
+    groups: dict[tuple[str, int, str, str, str], list[Row]] = defaultdict(list)
+    for r in comparable(rows):
+        if r.method == "alternating" and r.ratio_median is not None and r.gen_order:
+            groups[(scenario_of(r), r.size, key_of(r), r.ratio_vs, r.placement)].append(r)
+    out = []
+    for (scn, size, key, vs, place), rs in sorted(groups.items()):
+        meds = [r.ratio_median for r in rs if r.ratio_median is not None]
+        q1s = [r.ratio_q1 for r in rs if r.ratio_q1 is not None]
+        q3s = [r.ratio_q3 for r in rs if r.ratio_q3 is not None]
+        out.append({"scenario": scn, "size": size, "switch": key, "vs": vs, "placement": place,
+                    "ratio": statistics.median(meds), "q1": statistics.median(q1s),
+                    "q3": statistics.median(q3s), "ratios": sum(r.ratio_n for r in rs),
+                    "windows": sum(r.samples for r in rs), "trials": len(rs)})
+    return out
+
+
+def md_table(headers: Sequence[str], lines: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table."""
+    out = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in line) + " |" for line in lines]
+    return "\n".join(out)
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "" if v is None else f"{v:.{digits}f}"
+
+
+def bar_figure(table: Sequence[dict[str, Any]], scenario: str, dest: Path) -> str:
+    """Grouped bars of R+ by frame size and switch for SCENARIO: Mpps and Gbit/s (L1).
+
+    Writes DEST/<name>.png and .svg; returns the base name."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [t for t in table if t["scenario"] == scenario]
+    place = best_placement_t(rows)
+    rows = [t for t in rows if t["placement"] == place]
+    sizes = sorted({t["size"] for t in rows})
+    switches = sorted({t["switch"] for t in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    width = 0.8 / max(1, len(switches))
+    for i, sw in enumerate(switches):
+        by = {t["size"]: t for t in rows if t["switch"] == sw}
+        xs = [j + i * width for j in range(len(sizes))]
+        axes[0].bar(xs, [by[z]["rx_mpps"] if z in by else 0 for z in sizes], width, label=sw)
+        axes[1].bar(xs, [by[z]["gbps_l1"] if z in by else 0 for z in sizes], width, label=sw)
+    for ax, unit in zip(axes, ("R+ Mpps (all directions)", "Gbit/s, L1 (frame + 20 B)"),
+                        strict=True):
+        ax.set_xticks([j + width * (len(switches) - 1) / 2 for j in range(len(sizes))],
+                      [f"{z} B" for z in sizes])
+        ax.set_ylabel(unit)
+        ax.grid(axis="y", alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8)
+    fig.suptitle(f"{scenario}: R+ by frame size (placement: {place})")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    name = "tput-" + scenario.replace("/", "-").replace(" ", "-")
+    for ext in ("png", "svg"):
+        fig.savefig(dest / f"{name}.{ext}", dpi=100)
+    plt.close(fig)
+    return name
+
+
+def is_baseline(key: str, baseline: str) -> bool:
+    """Whether KEY (name:mode) is the run's BASELINE (a key or an adapter name)."""
+    return key == baseline or key.split(":")[0] == baseline
+
+
+def best_placement_t(rows: Sequence[dict[str, Any]]) -> str:
+    """best_placement for table lines."""
+    have = {t["placement"] for t in rows}
+    return next((p for p in PLACEMENT_ORDER if p in have), "unlabelled")
+
+
+def chain_figure(table: Sequence[dict[str, Any]], dest: Path) -> str | None:
+    """R+ against the loopback chain length, a line per switch and size; None without
+    loopback rows."""
+    rows = [t for t in table if t["scenario"].startswith("loopback")]
+    if not rows:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    lines: dict[tuple[str, int], dict[int, float]] = defaultdict(dict)
+    for t in rows:
+        n = int(t["scenario"].split("/")[0].split("-")[1])
+        lines[(t["switch"], t["size"])][n] = t["rx_mpps"]
+    for (sw, size), pts in sorted(lines.items()):
+        ns = sorted(pts)
+        ax.plot(ns, [pts[n] for n in ns], marker="o", label=f"{sw} {size} B")
+    ax.set_xlabel("VNFs in the chain (inline in sluice-gen's loop)")
+    ax.set_ylabel("R+ Mpps")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("loopback: throughput vs chain length")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(dest / f"chain.{ext}", dpi=100)
+    plt.close(fig)
+    return "chain"
+
+
+def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]) -> list[
+        tuple[str, str, list[str], list[list[str]] | None]]:
+    """The report as (heading, paragraph, table headers, table lines or None) sections,
+    rendered to Markdown and HTML alike."""
+    tput = throughput_table(rows)
+    ratios = ratio_table(rows)
+    baseline = str((manifest.get("settings") or {}).get("baseline", "testpmd"))
+    over = [r for r in rows if r.oversubscribed]
+    out: list[tuple[str, str, list[str], list[list[str]] | None]] = []
+    out.append(("Method", METHOD_TEXT, [], None))
+    out.append(("Summary: R+ per scenario, size and switch",
+                "R+ is the mean received frame rate (sum of all directions) over the counted "
+                "time; Mpps and Gbit/s at L1 (frame + 20 B preamble and gap) and L2 (frame "
+                "incl. FCS). 'samples' counts the windows (alternating) or one-second samples "
+                "(interleaved) the figure rests on. Absolute rates move 1.4-2.6x with the vCPU "
+                "placement here; compare within one placement label, and prefer the ratios.",
+                ["scenario", "size", "switch", "placement", "method", "R+ Mpps", "q1-q3 Mpps",
+                 "Gbit/s L1", "Gbit/s L2", "loss", "trials", "samples",
+                 "switch CPU s/s per Mpps",
+                 "flags"],
+                [[t["scenario"], f"{t['size']} B", t["switch"], t["placement"], t["method"],
+                  f"{t['rx_mpps']:.2f}", f"{t['q1_mpps']:.2f}-{t['q3_mpps']:.2f}",
+                  f"{t['gbps_l1']:.2f}", f"{t['gbps_l2']:.2f}", f"{100 * t['loss']:.3f} %",
+                  str(t["trials"]), str(t["samples"]), _fmt(t["cpu_s_per_mpps"], 2),
+                  ",".join(f for f in ("generator_bound", "kernel_path") if t[f])]
+                 for t in tput]))
+    out.append(("Ratios from alternating windows",
+                "Each window of one switch is divided by the mean of its two neighbours of the "
+                "other; a trial's figure is the median of those ratios with its quartiles. "
+                "Trials alternate which switch is the generator's first pair; the table shows "
+                "the median over trials of the medians and quartiles, and how many window "
+                "ratios and windows they rest on.",
+                ["scenario", "size", "switch", "vs", "placement", "ratio (median)", "q1", "q3",
+                 "IQR", "ratios", "windows", "trials"],
+                [[t["scenario"], f"{t['size']} B", t["switch"], t["vs"], t["placement"],
+                  f"{t['ratio']:.3f}", f"{t['q1']:.3f}", f"{t['q3']:.3f}",
+                  f"{t['q3'] - t['q1']:.3f}", str(t["ratios"]), str(t["windows"]),
+                  str(t["trials"])] for t in ratios if is_baseline(t["vs"], baseline)]))
+    for scn, name in figs.items():
+        out.append((f"Figure: {scn}", f"![{scn}](figures/{name}.png)", [], None))
+    steer = sorted({(key_of(r), r.steering) for r in rows if r.steering})
+    out.append(("How each switch steers the frames", "", ["switch", "steering"],
+                [[k, s] for k, s in steer]))
+    if over:
+        out.append(("Oversubscribed rows (not compared)",
+                    f"{len(over)} rows ran with two busy pollers on one CPU "
+                    "(--allow-shared-cpu); they measure the scheduler.", [], None))
+    out.append(("Skipped", "Switches or scenarios that did not run, and why.",
+                ["switch", "scenario", "reason"],
+                [[s["switch"], s["scenario"], s["reason"]] for s in manifest.get("skipped", [])]))
+    out.append(("Environment", "", ["item", "value"], env_lines(manifest)))
+    out.append(("Not measured by this harness yet", MISSING_TEXT, [], None))
+    return out
+
+
+def env_lines(m: dict[str, Any]) -> list[list[str]]:
+    """The manifest's environment as table lines."""
+    git = m.get("git") or {}
+    lines = [["CPU", f"{m.get('cpu_model')} ({m.get('cpus')} CPUs)"],
+             ["kernel", str(m.get("kernel"))], ["DPDK (pkg-config)", str(m.get("dpdk"))],
+             ["governor", json.dumps(m.get("governor"))],
+             ["hugepages", json.dumps(m.get("hugepages"))],
+             ["pinning", json.dumps(m.get("pinning"))],
+             ["git", f"{git.get('commit')}{' (dirty tree)' if git.get('dirty') else ''}"],
+             ["placement monitor", str((m.get("settings") or {}).get("placement_monitor"))]]
+    lines += [[f"version: {k}", v] for k, v in sorted((m.get("versions") or {}).items())]
+    return lines
+
+
+METHOD_TEXT = (
+    "One sluice-gen process on the generator CPU is the generator, the sink and every inline "
+    "VNF, in one poll loop; each switch's forwarding thread runs alone on the switch CPU, its "
+    "control threads sleep on the generator CPU. Userspace switches are compared in "
+    "alternating windows (sluice-gen --alternate): both switches run at once, the one not "
+    "being measured is SIGSTOPped, each window's first part is not counted. Kernel switches "
+    "(and every switch on the veth stand-in, rows marked kernel_path) run in interleaved "
+    "trials in round-robin order with warm-up and cool-down seconds left out. Every figure "
+    "carries the vCPU-placement label of its samples (near/far/mixed from bin/sluice-placement; "
+    "unlabelled when the monitor is not installed). Rows whose generator loop was never idle "
+    "are generator_bound: the generator, not the switch, set the rate.")
+
+MISSING_TEXT = (
+    "Latency at 0.10/0.50/0.99 of R+ and v2v round trips at 1 Mpps (the rows carry only "
+    "sluice-gen's one-way latency at saturation, which measures queueing); NDR/PDR search; "
+    "process VNFs (--vnf l2fwd/testpmd-mac); p2v; NvsN multi-pair runs; the ovs-netdev "
+    "(afxdp) peer; IMIX in the default matrix; adding trials until each figure has 3 near "
+    "trials.")
+
+
+def render_md(secs: Sequence[tuple[str, str, list[str], list[list[str]] | None]],
+              title: str) -> str:
+    """The sections as Markdown."""
+    out = [f"# {title}", ""]
+    for head, para, headers, lines in secs:
+        out += [f"## {head}", ""]
+        if para:
+            out += [para, ""]
+        if lines is not None:
+            out += [md_table(headers, lines) if lines else "(none)", ""]
+    return "\n".join(out)
+
+
+def render_html(secs: Sequence[tuple[str, str, list[str], list[list[str]] | None]],
+                title: str) -> str:
+    """The sections as one HTML page (figures as SVG files beside it)."""
+    e = html.escape
+    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(title)}</title>",
+           "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}"
+           "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #bbb;"
+           "padding:3px 6px}th{background:#eee}img{max-width:100%}</style></head><body>",
+           f"<h1>{e(title)}</h1>"]
+    for head, para, headers, lines in secs:
+        out.append(f"<h2>{e(head)}</h2>")
+        if para.startswith("!["):
+            src = para[para.index("(") + 1:-1].replace(".png", ".svg")
+            out.append(f"<p><img src='{e(src)}' alt='{e(head)}'></p>")
+        elif para:
+            out.append(f"<p>{e(para)}</p>")
+        if lines is not None:
+            if not lines:
+                out.append("<p>(none)</p>")
+                continue
+            out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in line) + "</tr>"
+                    for line in lines]
+            out.append("</table>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write(d: Path) -> Path:
+    """Writes D/report.md, D/report.html and D/figures/; returns the Markdown path."""
+    rows = load_rows(d / "results.jsonl") if (d / "results.jsonl").exists() else []
+    m_path = d / "manifest.json"
+    manifest = json.loads(m_path.read_text()) if m_path.exists() else {}
+    figdir = d / "figures"
+    figdir.mkdir(exist_ok=True)
+    tput = throughput_table(rows)
+    figs = {scn: bar_figure(tput, scn, figdir)
+            for scn in sorted({t["scenario"] for t in tput if not
+                               t["scenario"].startswith("loopback")})}
+    chain = chain_figure(tput, figdir)
+    if chain:
+        figs["loopback chain length"] = chain
+    title = f"sluice-bench report: {d.name}"
+    secs = sections(rows, manifest, figs)
+    (d / "report.md").write_text(render_md(secs, title))
+    (d / "report.html").write_text(render_html(secs, title))
+    return d / "report.md"

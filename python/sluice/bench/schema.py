@@ -1,0 +1,110 @@
+"""The results schema: one row per trial and placement label in results.jsonl.
+
+A row says what was measured (switch, mode, scenario, phy, vnf, size, direction, trial),
+under which conditions (placement label, method, arrangement flags) and what came out
+(received and sent rates, loss, the ratio to the baseline switch where windows alternated).
+`validate` checks a row read back from a file, so a report never rests on a malformed one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+METHODS = ("alternating", "interleaved")
+PLACEMENTS = ("near", "far", "mixed", "unlabelled")
+DIRECTIONS = ("uni", "bidir")
+
+
+@dataclass
+class Row:
+    """One trial of one switch, restricted to the seconds (or windows) of one placement."""
+
+    switch: str
+    mode: str
+    scenario: str                  # v2v, p2p, loopback-N
+    phy: str                       # memif, veth, or "" where no physical stand-in is used
+    vnf: str                       # inline, or "" without VNFs
+    size: int                      # frame bytes including the 4-byte FCS
+    direction: str                 # uni or bidir
+    trial: int
+    placement: str                 # near, far, mixed or unlabelled (no monitor)
+    method: str                    # alternating (windows) or interleaved (separate trials)
+    rx_pps: float                  # R+: mean received rate over the counted time
+    tx_pps: float                  # accepted by the switch's input ports, same time
+    loss: float                    # fraction of the counted sent frames not received
+    oversubscribed: bool
+    generator_bound: bool
+    kernel_path: bool
+    key: str = ""                  # switch:mode, with #2 for a second instance of one switch
+    rx_pps_median: float = 0.0     # median of the windows or seconds
+    samples: int = 0               # windows or one-second samples the figures rest on
+    counted_s: float = 0.0
+    gen_idle_fraction: float = 0.0
+    ratio_vs: str = ""             # the other switch of the alternation
+    ratio_median: float | None = None   # this switch / ratio_vs, median of neighbour ratios
+    ratio_q1: float | None = None
+    ratio_q3: float | None = None
+    ratio_n: int = 0
+    gen_order: str = ""            # first or second pair of the generator's loop
+    port_kind: str = ""            # the switch's port driver (vhost-user, memif, af_xdp, ...)
+    steering: str = ""             # how the switch steers the scenario's frames
+    switch_cpu_s: float | None = None   # CPU seconds of the switch's processes in the trial
+    wall_s: float | None = None    # the trial's length, switch continued to stopped again
+    gen_cpu_s: float | None = None
+    cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
+    latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's, saturated
+    schema: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        """One line of results.jsonl."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+REQUIRED = frozenset(f.name for f in fields(Row)
+                     if f.default is MISSING and f.default_factory is MISSING)
+
+
+def validate(obj: dict[str, Any]) -> Row:
+    """A Row from a decoded JSON object; ValueError naming the first problem found."""
+    missing = sorted(REQUIRED - obj.keys())
+    if missing:
+        raise ValueError(f"row lacks {', '.join(missing)}")
+    unknown = sorted(obj.keys() - {f.name for f in fields(Row)})
+    if unknown:
+        raise ValueError(f"row has unknown fields {', '.join(unknown)}")
+    row = Row(**obj)
+    checks = [
+        (row.method in METHODS, f"method {row.method!r} not one of {METHODS}"),
+        (row.placement in PLACEMENTS, f"placement {row.placement!r} not one of {PLACEMENTS}"),
+        (row.direction in DIRECTIONS, f"direction {row.direction!r} not one of {DIRECTIONS}"),
+        (64 <= row.size <= 9018, f"size {row.size} out of range"),
+        (row.rx_pps >= 0 and row.tx_pps >= 0, "negative rate"),
+        (0.0 <= row.loss <= 1.0, f"loss {row.loss} not a fraction"),
+    ]
+    for ok, why in checks:
+        if not ok:
+            raise ValueError(why)
+    return row
+
+
+def append_rows(path: Path, rows: list[Row]) -> None:
+    """Appends ROWS to results.jsonl at PATH (written as each trial ends)."""
+    with path.open("a") as f:
+        for r in rows:
+            f.write(r.to_json() + "\n")
+
+
+def load_rows(path: Path) -> list[Row]:
+    """Every row of results.jsonl at PATH, validated."""
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(validate(json.loads(line)))
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"{path}:{n}: {e}") from e
+    return rows

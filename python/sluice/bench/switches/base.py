@@ -1,0 +1,139 @@
+"""The interface every switch adapter implements, and the links a scenario asks for.
+
+A scenario describes the switch's ports as links: a vhost-user socket, a memif socket or a
+veth pair, each with the generator's end. An adapter starts its switch, builds those ports
+and the forwarding between them (patch pairs, flows or a learning bridge), says which of its
+processes busy-poll on which CPU and which PIDs to SIGSTOP, and cleans up everything it made.
+Adding a switch is one file with one subclass, listed in `switches/__init__.py`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from sluice.bench.arrange import Poller
+
+
+@dataclass(frozen=True)
+class Link:
+    """One port of the switch and the generator's end of it.
+
+    KIND is vhost, memif or veth. For vhost and memif PATH is the socket; for veth IFACE is
+    the switch's end (in the switch namespace) and PEER the generator's (in its namespace).
+    ROLE is phy (the generator's traffic ports) or vnf (an inline VNF's ports)."""
+
+    name: str
+    kind: str
+    path: str = ""
+    iface: str = ""
+    peer: str = ""
+    role: str = "phy"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The ports of one switch in one scenario and the pairs of ports it cross-connects.
+
+    PAIRS lists the link indices a patch or in_port->output configuration joins (both ways);
+    a learning bridge puts all links in one bridge instead. NETNS is the namespace of the
+    switch's veth ends (None without veths); VETH_DRIVER is af_xdp or af_packet."""
+
+    links: tuple[Link, ...]
+    pairs: tuple[tuple[int, int], ...]
+    netns: str | None = None
+    veth_driver: str = "af_xdp"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every adapter needs: a private work directory, CPUs, a unique tag."""
+
+    work: Path
+    tag: str                       # unique per run and switch: file prefixes, bridge names
+    switch_cpu: int
+    ctl_cpu: int
+    repo: Path
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Switch(ABC):
+    """A switch under test. Lifecycle: available() -> start(topology) -> ... -> stop()."""
+
+    name: ClassVar[str]
+    modes: ClassVar[tuple[str, ...]]
+    kernel: ClassVar[bool] = False         # no process to stop: interleaved trials only
+    scenarios: ClassVar[tuple[str, ...]] = ("v2v", "p2p", "loopback")
+    phys: ClassVar[tuple[str, ...]] = ("memif", "veth")
+    vhost_server: ClassVar[bool] = True    # False: the switch connects (vhost-user client)
+
+    def __init__(self, ctx: Context, mode: str) -> None:
+        if mode not in self.modes:
+            raise ValueError(f"{self.name}: mode {mode!r} not one of {self.modes}")
+        self.ctx = ctx
+        self.mode = mode
+        self.topology: Topology | None = None
+
+    @classmethod
+    @abstractmethod
+    def available(cls, repo: Path) -> str | None:
+        """None when the switch can run here, else why not (and how to install it)."""
+
+    def unsupported(self, scenario: str, phy: str) -> str | None:
+        """None when this switch and mode can run SCENARIO over PHY, else why not."""
+        family = scenario.split("-")[0]
+        if family not in self.scenarios:
+            return f"{self.name} does not do {scenario}"
+        if family != "v2v" and phy not in self.phys:
+            return f"{self.name} has no {phy} ports"
+        return None
+
+    @abstractmethod
+    def start(self, topo: Topology) -> None:
+        """Starts the switch with TOPO's ports and forwarding; returns when it forwards."""
+
+    @abstractmethod
+    def version(self) -> str:
+        """The switch's name and version as it reports them."""
+
+    @abstractmethod
+    def pids(self) -> list[int]:
+        """The processes to SIGSTOP while another switch is measured (empty: kernel)."""
+
+    @abstractmethod
+    def pollers(self) -> list[Poller]:
+        """The busy-polling threads while it runs."""
+
+    def gen_spec(self, link: Link) -> str:
+        """The sluice-gen port spec of the generator's end of LINK: the other role of the
+        switch's socket, or the generator's veth end with the same driver."""
+        if link.kind == "vhost":
+            server = "" if self.vhost_server else ",server=1"
+            return f"virtio-user:path={link.path}{server}"
+        if link.kind == "memif":
+            return f"memif:role=client,socket={link.path}"
+        driver = self.topology.veth_driver if self.topology else "af_packet"
+        return f"{driver}:iface={link.peer}"
+
+    @abstractmethod
+    def steering(self) -> str:
+        """How this switch in this mode steers a scenario's frames, for the report."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stops every process and removes everything start() made (idempotent)."""
+
+    def port_kind(self) -> str:
+        """The driver of the switch's ports in the current topology."""
+        if self.topology is None or not self.topology.links:
+            return ""
+        kind = self.topology.links[0].kind
+        return {"vhost": "vhost-user", "memif": "memif"}.get(kind, self.topology.veth_driver)
+
+
+def which(program: str) -> str | None:
+    """The path of PROGRAM on PATH, or None."""
+    return shutil.which(program)

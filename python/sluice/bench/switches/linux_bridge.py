@@ -1,0 +1,81 @@
+"""linux-bridge: the kernel's bridge between the switch's veth ends, in our own namespace.
+
+Only for p2p over veth: the generator's veth ends sit in its namespace, the switch's ends in
+the switch namespace the scenario made, where this adapter adds a bridge and enslaves them.
+There is no process: the bridge forwards in softirq on whichever CPU sent the frame, so its
+rows come from interleaved trials with placement labels, and CPU time is per-CPU busy time.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from sluice.bench.arrange import Poller
+from sluice.bench.switches.base import Context, Link, Switch, Topology, which
+
+
+def ip(netns: str, *args: str) -> None:
+    """`ip -n NETNS ARGS`; RuntimeError with ip's words when it fails."""
+    r = subprocess.run(["ip", "-n", netns, *args], capture_output=True, text=True, timeout=20)
+    if r.returncode != 0:
+        raise RuntimeError(f"ip -n {netns} {' '.join(args)}: {r.stderr.strip()}")
+
+
+class LinuxBridge(Switch):
+    """A Linux bridge with STP off and learning on."""
+
+    name = "linux-bridge"
+    modes = ("learn",)
+    kernel = True
+    scenarios = ("p2p",)
+    phys = ("veth",)
+
+    def __init__(self, ctx: Context, mode: str) -> None:
+        super().__init__(ctx, mode)
+        self.bridge = f"{ctx.tag}br"[:15]
+        self.netns: str | None = None
+
+    @classmethod
+    def available(cls, repo: Path) -> str | None:
+        if which("ip") is None:
+            return "iproute2 is not installed: run scripts/setup.sh"
+        if not Path("/sys/class/net").exists():
+            return "no /sys/class/net: cannot make veths"
+        return None
+
+    def start(self, topo: Topology) -> None:
+        if topo.netns is None:
+            raise ValueError("linux-bridge needs veth links in a namespace")
+        self.netns = topo.netns
+        ip(topo.netns, "link", "add", "name", self.bridge, "type", "bridge", "stp_state", "0",
+           "forward_delay", "0")
+        for link in topo.links:
+            ip(topo.netns, "link", "set", link.iface, "master", self.bridge)
+        ip(topo.netns, "link", "set", self.bridge, "up")
+        self.topology = Topology(topo.links, topo.pairs, topo.netns, "kernel")
+
+    def gen_spec(self, link: Link) -> str:
+        return f"{self.ctx.extra.get('gen_veth_driver', 'af_packet')}:iface={link.peer}"
+
+    def port_kind(self) -> str:
+        return "veth (kernel)"
+
+    def version(self) -> str:
+        r = subprocess.run(["uname", "-r"], capture_output=True, text=True, timeout=5)
+        return f"Linux bridge, kernel {r.stdout.strip()}"
+
+    def pids(self) -> list[int]:
+        return []
+
+    def pollers(self) -> list[Poller]:
+        return []
+
+    def steering(self) -> str:
+        return "Linux bridge: MAC learning; unknown destinations flooded to the other port"
+
+    def stop(self) -> None:
+        if self.netns is not None:
+            subprocess.run(["ip", "-n", self.netns, "link", "del", self.bridge],
+                           capture_output=True, timeout=20, check=False)
+            self.netns = None

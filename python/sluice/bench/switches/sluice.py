@@ -1,0 +1,128 @@
+"""sluice: ./build/src/sluiced on its own socket and file prefix, set up over JSON-RPC.
+
+Mode `patch` cross-connects the topology's pairs (`sluicectl patch`); mode `learn` puts all
+ports in one learning bridge and is offered only when the daemon accepts
+`add-switch --mode learn`. The worker is pinned to the switch CPU, the control thread to
+the generator's CPU, where it sleeps on its socket.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from sluice.bench import procs
+from sluice.bench.arrange import Poller
+from sluice.bench.switches.base import Context, Link, Switch, Topology
+from sluice.rpc import RpcClient, RpcError
+
+BRIDGE = "bench"
+
+
+def sluiced_path(repo: Path) -> Path:
+    """The daemon as `make build` leaves it."""
+    return repo / "build" / "src" / "sluiced"
+
+
+class Sluice(Switch):
+    """sluiced in patch or learn mode."""
+
+    name = "sluice"
+    modes = ("patch", "learn")
+
+    def __init__(self, ctx: Context, mode: str) -> None:
+        super().__init__(ctx, mode)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.prefix = f"{ctx.tag}sl"
+        self.socket = ctx.work / "sluiced.sock"
+        self.log = ctx.work / "sluiced.log"
+
+    @classmethod
+    def available(cls, repo: Path) -> str | None:
+        if not sluiced_path(repo).exists():
+            return f"{sluiced_path(repo)} is missing: run 'make build'"
+        return None
+
+    def unsupported(self, scenario: str, phy: str) -> str | None:
+        if self.mode == "learn" and scenario.startswith("loopback"):
+            return "loopback in learn mode needs VNFs that rewrite MACs to next hops: not yet"
+        return super().unsupported(scenario, phy)
+
+    def _spec(self, link: Link, driver: str) -> str:
+        if link.kind == "vhost":
+            return f"vhost-user:server,path={link.path}"
+        if link.kind == "memif":
+            return f"memif:role=server,socket={link.path}"
+        return f"{driver}:iface={link.iface}"
+
+    def _daemon(self, topo: Topology) -> None:
+        cmd = [str(sluiced_path(self.ctx.repo)), "--socket", str(self.socket), "--file-prefix",
+               self.prefix, "--main-cpu", str(self.ctx.ctl_cpu), "--worker-cpus",
+               str(self.ctx.switch_cpu), "--log-level", "warning"]
+        if topo.netns:
+            cmd = ["ip", "netns", "exec", topo.netns, *cmd]
+        self.proc = procs.start(cmd, self.log)
+        procs.wait_until(self.socket.exists, self.proc, "sluiced", self.log)
+
+    def _add_ports(self, rpc: RpcClient, topo: Topology) -> Topology:
+        """Adds every link; a veth refused with af_xdp is retried with af_packet."""
+        driver = topo.veth_driver
+        for link in topo.links:
+            try:
+                rpc.call("add-port", switch=BRIDGE, name=link.name,
+                         spec=self._spec(link, driver))
+            except RpcError:
+                if link.kind != "veth" or driver == "af_packet":
+                    raise
+                driver = "af_packet"
+                rpc.call("add-port", switch=BRIDGE, name=link.name,
+                         spec=self._spec(link, driver))
+        return Topology(topo.links, topo.pairs, topo.netns, driver)
+
+    def start(self, topo: Topology) -> None:
+        self._daemon(topo)
+        with RpcClient(str(self.socket), timeout=30) as rpc:
+            rpc.call("add-switch", name=BRIDGE, mode=self.mode)
+            self.topology = self._add_ports(rpc, topo)
+            if self.mode == "patch":
+                for a, b in topo.pairs:
+                    rpc.call("patch", switch=BRIDGE, port1=topo.links[a].name,
+                             port2=topo.links[b].name)
+
+    def learn_supported(self) -> bool:
+        """Whether the running daemon accepts a learn-mode switch (tried and removed)."""
+        with RpcClient(str(self.socket), timeout=10) as rpc:
+            try:
+                rpc.call("add-switch", name="probe-learn", mode="learn")
+            except RpcError:
+                return False
+            rpc.call("del-switch", name="probe-learn")
+            return True
+
+    def version(self) -> str:
+        r = subprocess.run([str(sluiced_path(self.ctx.repo)), "--version"],
+                           capture_output=True, text=True, timeout=10)
+        return " ".join((r.stdout or r.stderr).split()) or "sluiced (version unknown)"
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc else []
+
+    def pollers(self) -> list[Poller]:
+        return [Poller("sluiced worker", self.ctx.switch_cpu)]
+
+    def steering(self) -> str:
+        if self.mode == "patch":
+            return "sluiced patch: each pair of ports cross-connected (sluicectl patch)"
+        return "sluiced learn: all ports in one learning bridge (MAC learning, flooding)"
+
+    def stats(self) -> dict[str, object]:
+        """The daemon's counters for the bench switch."""
+        with RpcClient(str(self.socket), timeout=10) as rpc:
+            return dict(rpc.call("stats", switch=BRIDGE))
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop(self.proc, timeout=15)
+            self.proc = None
+        procs.remove_hugepage_files(self.prefix)
+        self.socket.unlink(missing_ok=True)

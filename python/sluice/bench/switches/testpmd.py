@@ -1,0 +1,103 @@
+"""testpmd: dpdk-testpmd --forward-mode=io, the no-logic bound.
+
+Ports are vdevs in the topology's order; testpmd's paired port topology forwards port 0 to
+1 and 1 to 0, 2 to 3 and back, and so on, which is exactly the topology's pairs (scenarios
+list links pair by pair). The forwarding lcore is pinned to the switch CPU, the main lcore to
+the generator's CPU, where it sleeps between its (rare) statistics prints.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from sluice.bench import procs
+from sluice.bench.arrange import Poller
+from sluice.bench.switches.base import Context, Link, Switch, Topology, which
+
+READY = "forwards packets on"  # printed once forwarding has started
+
+
+class Testpmd(Switch):
+    """dpdk-testpmd io-forward between paired ports."""
+
+    name = "testpmd"
+    modes = ("io",)
+
+    def __init__(self, ctx: Context, mode: str) -> None:
+        super().__init__(ctx, mode)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.prefix = f"{ctx.tag}tp"
+        self.log = ctx.work / "testpmd.log"
+
+    @classmethod
+    def available(cls, repo: Path) -> str | None:
+        if which("dpdk-testpmd") is None:
+            return "dpdk-testpmd is not installed: run scripts/setup.sh (Debian package dpdk)"
+        return None
+
+    @staticmethod
+    def _vdev(i: int, link: Link, driver: str) -> str:
+        if link.kind == "vhost":
+            return f"net_vhost{i},iface={link.path},queues=1"
+        if link.kind == "memif":
+            return f"net_memif{i},role=server,socket={link.path},socket-abstract=no"
+        return f"net_{driver}{i},iface={link.iface}"
+
+    def _check_pairs(self, topo: Topology) -> None:
+        want = tuple((i, i + 1) for i in range(0, len(topo.links), 2))
+        if topo.pairs != want:
+            raise ValueError(f"testpmd pairs ports 0-1, 2-3, ...; topology asks {topo.pairs}")
+
+    def _launch(self, topo: Topology, driver: str) -> bool:
+        """Starts testpmd with DRIVER for veths; False when it exits before forwarding."""
+        vdevs = [a for i, link in enumerate(topo.links)
+                 for a in ("--vdev", self._vdev(i, link, driver))]
+        # stdbuf: testpmd's stdout into a file is block-buffered, and READY must be seen.
+        lcores = f"0@{self.ctx.ctl_cpu},1@{self.ctx.switch_cpu}"
+        cmd = ["stdbuf", "-oL", "dpdk-testpmd", "--lcores", lcores,
+               "--no-pci", "--file-prefix", self.prefix, "--single-file-segments",
+               "--log-level=*:warning", *vdevs, "--", "--forward-mode=io", "--nb-cores", "1",
+               "--port-topology=paired", "--stats-period", "3600", "--txd", "1024",
+               "--rxd", "1024", "--auto-start"]
+        if topo.netns:
+            cmd = ["ip", "netns", "exec", topo.netns, *cmd]
+        self.log.write_text("")
+        self.proc = procs.start(cmd, self.log)
+        try:
+            procs.wait_until(lambda: READY in self.log.read_text(errors="replace"),
+                             self.proc, "testpmd", self.log)
+        except RuntimeError:
+            if topo.netns and driver == "af_xdp":
+                self.stop()
+                return False
+            raise
+        return True
+
+    def start(self, topo: Topology) -> None:
+        self._check_pairs(topo)
+        driver = topo.veth_driver
+        if not self._launch(topo, driver):
+            driver = "af_packet"
+            self._launch(topo, driver)
+        self.topology = Topology(topo.links, topo.pairs, topo.netns, driver)
+
+    def version(self) -> str:
+        r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "dpdk"],
+                           capture_output=True, text=True, timeout=20)
+        return f"dpdk-testpmd io (Debian dpdk {r.stdout.strip() or 'unknown'})"
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc else []
+
+    def pollers(self) -> list[Poller]:
+        return [Poller("testpmd forwarding lcore", self.ctx.switch_cpu)]
+
+    def steering(self) -> str:
+        return "testpmd io: port 0<->1, 2<->3, ... (paired topology, no lookup)"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop(self.proc, timeout=15)
+            self.proc = None
+        procs.remove_hugepage_files(self.prefix)
