@@ -5,7 +5,7 @@
 #   scripts/setup.sh            packages, Python venv, hugepages
 #   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
 #   scripts/setup.sh --peers    also the peer switches and report tools of sluice-bench:
-#                               openvswitch-switch-dpdk, headless chromium
+#                               openvswitch-switch-dpdk
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,11 +36,13 @@ debian_packages=(
 	libjansson-dev libcmocka-dev libbpf-dev libxdp-dev libpcap-dev libnuma-dev
 	iproute2 tcpdump procps psmisc
 	clang libclang-rt-14-dev
+	chromium
 )
+# clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
+# in a test of `make test`.
 # sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK (a private ovsdb-server
-# and ovs-vswitchd-dpdk are started by the harness; no system service is used) and headless
-# Chromium, which renders the HTML report in a test.
-peer_packages=(openvswitch-switch-dpdk chromium)
+# and ovs-vswitchd-dpdk are started by the harness; no system service is used).
+peer_packages=(openvswitch-switch-dpdk)
 
 missing_debian_packages() {
 	local p

@@ -116,7 +116,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     """The report of a short real run opens in Chromium and draws something."""
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.skip("chromium is not installed: scripts/setup.sh --peers installs it")
+        pytest.skip("chromium is not installed: scripts/setup.sh installs it")
     out = tmp_path / "html"
     r = bench("run", "--scenario", "v2v", "--switch", "testpmd", "--sizes", "64,1500",
               "--duration", "2", "--trials", "1", "--out", str(out))
