@@ -85,9 +85,11 @@ def test_testpmd_against_itself_gives_a_ratio_near_one(tmp_path: Path) -> None:
     r = bench("compare", "testpmd", "testpmd", "--scenario", "v2v", "--sizes", "64",
               "--duration", "10", "--trials", "4", "--out", str(out), "--no-report")
     assert r.returncode == 0, r.stdout + r.stderr
-    ratios = [x["ratio_median"] for x in rows(out)
-              if x["key"] == "testpmd:io" and x["ratio_median"] is not None]
-    assert len(ratios) == 4, rows(out)       # two trials in each generator order
+    # A row per trial and placement label (near/far/mixed, when the monitor runs).
+    measured = [x for x in rows(out) if x["key"] == "testpmd:io" and
+                x["ratio_median"] is not None]
+    assert len({x["trial"] for x in measured}) == 4, rows(out)   # two in each generator order
+    ratios = [x["ratio_median"] for x in measured]
     assert 0.9 <= statistics.median(ratios) <= 1.1, ratios
     assert_cleaned_up(out)
 
@@ -98,18 +100,6 @@ def test_cpu_arrangement_is_refused_without_allow_shared_cpu(tmp_path: Path) -> 
               "--duration", "2", "--trials", "1", "--gen-cpu", "1", "--switch-cpu", "1",
               "--out", str(out), "--no-report")
     assert r.returncode == 2 and "busy-poll on the same CPU" in r.stderr, r.stderr
-
-
-def test_loopback_is_skipped_cleanly_without_inline_vnfs(tmp_path: Path) -> None:
-    help_text = subprocess.run([str(GEN), "--help"], capture_output=True, text=True).stdout
-    if "--vnf-in" in help_text:
-        pytest.skip("this sluice-gen has inline VNFs: the loopback smoke test applies")
-    out = tmp_path / "loop"
-    r = bench("run", "--scenario", "loopback-1", "--switch", "testpmd", "--sizes", "64",
-              "--duration", "2", "--out", str(out), "--no-report")
-    assert r.returncode == 1, r.stdout + r.stderr          # nothing ran
-    skipped = json.loads((out / "manifest.json").read_text())["skipped"]
-    assert any("--vnf-in" in s["reason"] for s in skipped), skipped
 
 
 def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
