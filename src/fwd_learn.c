@@ -63,6 +63,7 @@ struct learn_worker {
 	struct rte_ring *ring;
 	uint64_t queue_full;           /* learn requests the ring could not take */
 	uint64_t copy_failed;          /* flood copies that could not be made (no mbuf) */
+	uint64_t static_kept;          /* sources seen on another port than their static entry's */
 
 	/* scratch for one burst */
 	uint64_t src_key[FWD_MAX_BURST], dst_key[FWD_MAX_BURST];
@@ -188,8 +189,11 @@ static inline void learn_source(struct learn_worker *w, uint32_t now, uint16_t i
 			fdb_touch(s, now);
 			return;
 		}
-		if ((pf & FDB_STATIC) != 0)
-			return;        /* a static entry wins over what the wire says */
+		if ((pf & FDB_STATIC) != 0) {
+			/* A static entry wins over what the wire says. */
+			stats_add(&w->static_kept, 1);
+			return;
+		}
 	}
 	w->req[*n_req].key = w->src_key[i];
 	w->req[*n_req].port = in;
@@ -779,7 +783,7 @@ static json_t *vlan_json(const struct learn *L, uint16_t port)
 static json_t *learn_describe(void *state, const char *const *port_names)
 {
 	struct learn *L = state;
-	uint64_t queue_full = 0, copy_failed = 0;
+	uint64_t queue_full = 0, copy_failed = 0, static_kept = L->counters.static_kept;
 	json_t *ports = json_object(), *p;
 	unsigned int k;
 	uint16_t i;
@@ -787,6 +791,7 @@ static json_t *learn_describe(void *state, const char *const *port_names)
 	for (k = 0; k < L->n_workers; k++) {
 		queue_full += __atomic_load_n(&L->lw[k].queue_full, __ATOMIC_RELAXED);
 		copy_failed += __atomic_load_n(&L->lw[k].copy_failed, __ATOMIC_RELAXED);
+		static_kept += __atomic_load_n(&L->lw[k].static_kept, __ATOMIC_RELAXED);
 	}
 	for (i = 0; i < SW_MAX_PORTS; i++) {
 		if ((L->present & bit(i)) == 0 || port_names[i] == NULL)
@@ -803,7 +808,7 @@ static json_t *learn_describe(void *state, const char *const *port_names)
 			 "aged", (json_int_t)L->counters.aged,
 			 "port_limit", (json_int_t)L->counters.port_limit,
 			 "table_full", (json_int_t)L->counters.table_full,
-			 "static_kept", (json_int_t)L->counters.static_kept,
+			 "static_kept", (json_int_t)static_kept,
 			 "queue_full", (json_int_t)queue_full,
 			 "flood_copy_failed", (json_int_t)copy_failed,
 			 "port_settings", ports);

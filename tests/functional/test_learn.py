@@ -176,6 +176,7 @@ def test_aging_and_static_entries(daemon: Daemon) -> None:
         # A static entry wins over the wire: C seen on p1 stays on p2.
         t.where("p1", frame(C, BCAST, 1))
         assert t.where("p0", frame(A, C, 2)) == {"p2"}
+        assert t.stats()["learn"]["static_kept"] == 1
         # Unseen for longer than --aging: gone; the static entry stays.
         wait_for(lambda: (A, 0) not in t.fdb(), 6)
         assert t.fdb()[(C, 0)]["type"] == "static" and t.learned(C, "p2")
