@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 PROG = "sluice-bench"
 
 # make bench's matrix (issue 7): v2v and p2p (both stand-ins) at 64 and 1500 B one way,
-# loopback-1 and loopback-3 at 64 B.
+# loopback-1 and loopback-3 at 64 B; latency at three loads for p2p and at 1 Mpps for v2v.
 DEFAULT_MATRIX: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("v2v", "memif", (64, 1500)),
     ("p2p", "memif", (64, 1500)),
@@ -31,7 +31,50 @@ DEFAULT_MATRIX: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("loopback-1", "memif", (64,)),
     ("loopback-3", "memif", (64,)),
 )
+DEFAULT_MATRIX_LATENCY = ("loads", "fixed:1000000")
+DEFAULT_MATRIX_LATENCY_SCENARIOS = ("p2p",)
 DEFAULT_SWITCHES = "sluice,testpmd,ovs-dpdk,linux-bridge"
+RATE_UNITS = {"pps": 1.0, "kpps": 1e3, "mpps": 1e6, "": 1.0, "k": 1e3, "m": 1e6}
+
+
+def rate(text: str) -> float:
+    """Packets per second from '1Mpps', '500kpps' or '250000'."""
+    low = text.strip().lower()
+    num = low.rstrip("kmps")
+    unit = low[len(num):]
+    try:
+        value = float(num) * RATE_UNITS[unit]
+    except (ValueError, KeyError) as e:
+        raise argparse.ArgumentTypeError(f"bad rate {text!r}: e.g. 1Mpps, 500kpps, 250000"
+                                         ) from e
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"rate {text!r} must be positive")
+    return value
+
+
+def latency_modes(text: str) -> tuple[str, ...]:
+    """'loads' and/or 'fixed:RATE' (RATE normalised to packets per second)."""
+    out = []
+    for word in csv(text):
+        if word == "loads":
+            out.append(word)
+        elif word.startswith("fixed:"):
+            out.append(f"fixed:{rate(word.split(':', 1)[1]):.0f}")
+        else:
+            raise argparse.ArgumentTypeError(f"unknown latency mode {word!r}: loads or "
+                                             "fixed:RATE (e.g. fixed:1Mpps)")
+    return tuple(out)
+
+
+def loads(text: str) -> tuple[float, ...]:
+    """Fractions of R+ from '0.1,0.5,0.99'."""
+    try:
+        out = tuple(float(w) for w in csv(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad load list {text!r}") from e
+    if not out or any(not 0 < f <= 1.0 for f in out):
+        raise argparse.ArgumentTypeError("loads are fractions of R+ in (0, 1]")
+    return out
 
 
 def csv(text: str) -> list[str]:
@@ -68,7 +111,11 @@ def switch_keys(text: str) -> tuple[str, ...]:
 def add_common(p: argparse.ArgumentParser) -> None:
     """Options shared by run and compare."""
     p.add_argument("--scenario", default="v2v",
-                   help="comma-separated: v2v, p2p, loopback-1..5 (default v2v)")
+                   help="comma-separated: v2v, p2p, p2v (physical into a VNF), v2p (a VNF "
+                        "out of the physical port), loopback-1..5 (default v2v)")
+    p.add_argument("--pairs", type=int, default=1,
+                   help="NvsN: sender/receiver pairs at once, 1..4, each with its own two "
+                        "ports (default 1); not for loopback chains")
     p.add_argument("--phy", default="memif",
                    help="physical-port stand-ins for p2p and loopback, comma-separated: "
                         "memif (a memif link the generator owns) and/or veth (af_xdp, "
@@ -112,6 +159,29 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--placement-monitor", type=Path, default=None,
                    help="the vCPU-placement monitor (default bin/sluice-placement; rows are "
                         "'unlabelled' without one)")
+    p.add_argument("--latency", type=latency_modes, default=(),
+                   help="latency trials after the throughput ones, comma-separated: 'loads' "
+                        "(round-trip time at --loads fractions of each switch's R+ for p2p "
+                        "and loopback-1..4, as the seven-switch comparison's RTT table) "
+                        "and/or 'fixed:RATE' (the four-port v2v round trip at RATE, e.g. "
+                        "fixed:1Mpps as that study's v2v table); default none")
+    p.add_argument("--loads", type=loads, default=(0.10, 0.50, 0.99),
+                   help="fractions of R+ for --latency loads (default 0.1,0.5,0.99)")
+    p.add_argument("--latency-sizes", type=sizes, default=(64,),
+                   help="frame sizes of the latency trials (default 64, as published)")
+    p.add_argument("--latency-scenarios", default="",
+                   help="restrict --latency loads to these scenario families, e.g. p2p "
+                        "(default every p2p and loopback-1..4 scenario of the run)")
+    p.add_argument("--latency-duration", type=float, default=6.0,
+                   help="seconds of each latency trial, the first --warmup not counted "
+                        "(default 6)")
+    p.add_argument("--min-near", type=int, default=0,
+                   help="add throughput trials until each (switch, size) has this many "
+                        "trials with near-placement figures, or --budget runs out "
+                        "(default 0: only --trials; make bench uses 3)")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="seconds the extra trials of --min-near may add to the plan's "
+                        "expected length (default 0)")
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default bench/results/<UTC timestamp>/)")
     p.add_argument("--no-report", action="store_true",
@@ -146,8 +216,9 @@ def make_parser() -> argparse.ArgumentParser:
                           "(default testpmd; the first switch when it is absent)")
     run.add_argument("--matrix", choices=("default",),
                      help="default: make bench's matrix (v2v and p2p memif/veth at 64 and "
-                          "1500 B, loopback-1 and -3 at 64 B, one way); overrides --scenario, "
-                          "--phy, --direction and --sizes")
+                          "1500 B, loopback-1 and -3 at 64 B, one way; latency at three loads "
+                          "for p2p and at 1 Mpps for the v2v round trip); overrides "
+                          "--scenario, --phy, --direction, --sizes, --pairs and --latency")
     cmp_ = sub.add_parser("compare", help="two switches in alternating windows",
                           description="Ratio of switch A to switch B (NAME or NAME:MODE) "
                                       "from alternating windows; the same switch twice "
@@ -170,8 +241,19 @@ def units(args: argparse.Namespace) -> tuple[tuple[Scenario, tuple[int, ...]], .
     for name in csv(args.scenario):
         for direction in csv(args.direction):
             phys = ["memif"] if name == "v2v" else csv(args.phy)
-            out += [(scenarios.parse(name, phy, direction), args.sizes) for phy in phys]
+            out += [(scenarios.parse(name, phy, direction, args.pairs), args.sizes)
+                    for phy in phys]
     return tuple(out)
+
+
+def latency_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The latency part of Settings (the default matrix brings its own)."""
+    default = getattr(args, "matrix", None) == "default"
+    return {"latency": DEFAULT_MATRIX_LATENCY if default else args.latency,
+            "latency_scenarios": (DEFAULT_MATRIX_LATENCY_SCENARIOS if default
+                                  else tuple(csv(args.latency_scenarios))),
+            "loads": args.loads, "latency_sizes": args.latency_sizes,
+            "latency_duration": args.latency_duration}
 
 
 def default_out() -> Path:
@@ -185,12 +267,17 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
     if args.duration - warmup - args.cooldown < 1:
         raise ValueError(f"--duration {args.duration} leaves under one counted second after "
                          f"--warmup {warmup} and --cooldown {args.cooldown}")
+    if args.latency and args.latency_duration - warmup < 1:
+        raise ValueError(f"--latency-duration {args.latency_duration} leaves under one counted "
+                         f"second after --warmup {warmup}")
     return Settings(units=units(args), switches=keys, trials=args.trials,
                     duration=args.duration, window=args.window, settle=args.settle,
                     warmup=warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
                     gen_cpu=args.gen_cpu, allow_shared_cpu=args.allow_shared_cpu,
                     baseline=baseline, out=args.out or default_out(), repo=REPO,
-                    vnf=args.vnf, gen=args.gen, monitor=args.placement_monitor)
+                    vnf=args.vnf, gen=args.gen, monitor=args.placement_monitor,
+                    min_near=args.min_near, budget_s=args.budget,
+                    **latency_settings(args))  # type: ignore[arg-type]
 
 
 def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sluice.bench import report_latency
 from sluice.bench.schema import Row, load_rows
 from sluice.bench.stats import gbps, spread
 
@@ -29,12 +30,15 @@ def key_of(r: Row) -> str:
 def scenario_of(r: Row) -> str:
     """v2v, p2p/memif, loopback-1/memif ... with the direction when not one-way."""
     name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+    if r.pairs > 1:
+        name += f" {r.pairs}vs{r.pairs}"
     return name if r.direction == "uni" else f"{name} {r.direction}"
 
 
 def comparable(rows: Iterable[Row]) -> list[Row]:
-    """The rows that may be compared: not oversubscribed."""
-    return [r for r in rows if not r.oversubscribed]
+    """The throughput rows that may be compared: not oversubscribed, not latency trials
+    (those ran below saturation)."""
+    return [r for r in rows if not r.oversubscribed and r.method != "latency"]
 
 
 def best_placement(rows: Sequence[Row]) -> str:
@@ -219,6 +223,17 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                   f"{t['ratio']:.3f}", f"{t['q1']:.3f}", f"{t['q3']:.3f}",
                   f"{t['q3'] - t['q1']:.3f}", str(t["ratios"]), str(t["windows"]),
                   str(t["trials"])] for t in ratios if is_baseline(t["vs"], baseline)]))
+    near = manifest.get("near_trials") or []
+    if near:
+        out.append(("Trials with near placement",
+                    "With --min-near the harness adds throughput trials until each switch "
+                    "and size has that many trials with near-placement figures, or its time "
+                    "budget runs out; this says which.",
+                    ["scenario", "switch", "size", "near trials", "wanted", "trials",
+                     "outcome"],
+                    [[n["scenario"], n["switch"], f"{n['size']} B", str(n["near_trials"]),
+                      str(n["wanted"]), str(n["trials"]), n["outcome"]] for n in near]))
+    out += report_latency.sections(rows)
     for scn, name in figs.items():
         out.append((f"Figure: {scn}", f"![{scn}](figures/{name}.png)", [], None))
     steer = sorted({(key_of(r), r.steering) for r in rows if r.steering})
@@ -263,11 +278,9 @@ METHOD_TEXT = (
     "are generator_bound: the generator, not the switch, set the rate.")
 
 MISSING_TEXT = (
-    "Latency at 0.10/0.50/0.99 of R+ and v2v round trips at 1 Mpps (the rows carry only "
-    "sluice-gen's one-way latency at saturation, which measures queueing); NDR/PDR search; "
-    "process VNFs (--vnf l2fwd/testpmd-mac); p2v; NvsN multi-pair runs; the ovs-netdev "
-    "(afxdp) peer; IMIX in the default matrix; adding trials until each figure has 3 near "
-    "trials.")
+    "NDR/PDR search; process VNFs (--vnf l2fwd/testpmd-mac); the ovs-netdev (afxdp) peer; "
+    "IMIX in the default matrix. The latency_ns of throughput rows is sluice-gen's at "
+    "saturation, which measures queueing; the latency tables come from trials at set rates.")
 
 
 def render_md(secs: Sequence[tuple[str, str, list[str], list[list[str]] | None]],
@@ -325,6 +338,9 @@ def write(d: Path) -> Path:
     chain = chain_figure(tput, figdir)
     if chain:
         figs["loopback chain length"] = chain
+    lat = report_latency.cdf_figure(rows, d, figdir)
+    if lat:
+        figs["latency CDF"] = lat
     title = f"sluice-bench report: {d.name}"
     secs = sections(rows, manifest, figs)
     (d / "report.md").write_text(render_md(secs, title))
