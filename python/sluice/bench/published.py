@@ -4,8 +4,9 @@
 a number in their text or tables (none read off a plot): what it measures, the scenario in
 our names, the switch, frame size, load, the value as the text writes it, the hardware the
 study states and a locator a reviewer can follow. `published_vs_measured` puts the figures
-of each published table beside our rows where a run has matching data, and `winners` says
-which of our switches wins each scenario. Both are pure functions of the rows.
+of each published table beside our rows where a run has matching data; `winners` and
+`latency_winners` say which of our switches wins each scenario; `sections` gives all of it
+in report.sections' form. All are pure functions of the rows.
 
 The studies ran on other CPUs and real 10 GbE NICs; these runs share 2 vCPUs. Absolute
 figures differ by construction: compare ratios between switches and ranks, not values.
@@ -16,8 +17,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from sluice.bench.schema import Row
@@ -113,7 +115,7 @@ class Published:
         return prefix + self.text
 
 
-STUDIES: dict[str, Study] = {s.id: s for s in (
+STUDIES: Mapping[str, Study] = MappingProxyType({s.id: s for s in (
     Study("000", "000_9036afc6f3ca4a4a.txt", "", "", "", "",
           "comparison of seven software switches (BESS, FastClick, OvS-DPDK, Snabb, t4p4s, "
           "VALE, VPP) in p2p, p2v, v2v and loopback NFV scenarios; software of 2019 "
@@ -134,7 +136,7 @@ STUDIES: dict[str, Study] = {s.id: s for s in (
           "Transformation", "White Paper", "",
           "OvS with DPDK against native (kernel) OvS; its measurements dated July 2015",
           "Intel, OvS with DPDK white paper"),
-)}
+)})
 
 # -- 000: the seven-switch comparison --------------------------------------------------------
 
@@ -142,10 +144,9 @@ HW000 = ("2x Intel Xeon E5-2690 v3 @ 2.60GHz (Turbo Boost off), 2x Intel 82599ES
          "10 Gbps NICs; switch on one core, VNFs in QEMU 2.5.0 VMs of 4 cores")
 V2V000 = "between two VMs on NUMA node 0, no NIC in the path"
 SW000 = ("bess", "fastclick", "ovs-dpdk", "snabb", "vpp", "vale", "t4p4s")
-# Mode of our adapters closest to each study's set-up: 000 gave OvS-DPDK direct
-# forwarding rules (appendix A.1); 003 configured every switch as a learning L2 switch.
-MODE000 = {"ovs-dpdk": "flows"}
-MODE003 = {"ovs": "normal", "linux-bridge": "learn"}
+# Our adapter mode closest to each study's set-up: 000 gave OvS-DPDK direct forwarding rules
+# (appendix A.1); 003 configured every switch as a learning L2 switch (mode "learn" below).
+MODE000 = MappingProxyType({"ovs-dpdk": "flows"})
 
 # Table 3, mean RTT in us, 64 B (section 5.3: the p2p latency test uses 64 B packets and the
 # loopback test the p2p settings). The text extraction lists the table column by column with
@@ -156,8 +157,9 @@ MODE003 = {"ovs": "normal", "linux-bridge": "learn"}
 # agrees with that reading: t4p4s 174 and Snabb 22 at 0.99 R+ p2p; VALE 34, t4p4s 31 and
 # Snabb 11.3 at 0.50 R+ p2p; t4p4s above its 0.50 R+ figure at 0.1 R+ p2p (32 > 31);
 # FastClick 4-VNF 0.1/0.5 R+ above 9 (978/107); OvS-DPDK 4-VNF 0.99 R+ 336 against >= 514
-# (514, 909, 1052) with fewer VNFs; VALE the only switch lower at 0.1 than at 0.5 R+.
-TABLE3: dict[str, dict[str, tuple[str, ...]]] = {
+# (514, 909, 1052) with fewer VNFs; in loopback, VALE the only switch lower at 0.1 than
+# at 0.5 R+, and every switch higher at 0.99 than at 0.5 R+.
+_TABLE3: dict[str, dict[str, tuple[str, ...]]] = {
     # chain: switch -> (0.1 R+, 0.50 R+, 0.99 R+)
     "p2p": {"bess": ("4.0", "4.6", "6.4"), "fastclick": ("5.3", "7.8", "8.4"),
             "ovs-dpdk": ("4.3", "5.2", "9.6"), "snabb": ("7.3", "11.3", "22"),
@@ -183,13 +185,13 @@ LOADS = (0.1, 0.5, 0.99)
 
 # Table 4: v2v mean RTT in us at 1 Mpps. The size is not written; 672 Mbps = 1 Mpps is
 # 84 B a frame on the wire, i.e. 64 B frames plus 20 B of preamble and gap.
-TABLE4 = {"bess": "37", "fastclick": "45", "ovs-dpdk": "43", "snabb": "67", "vpp": "42",
-          "vale": "21", "t4p4s": "70"}
+_TABLE4 = {"bess": "37", "fastclick": "45", "ovs-dpdk": "43", "snabb": "67", "vpp": "42",
+           "vale": "21", "t4p4s": "70"}
 
 
 def _table3() -> list[Published]:
     out = []
-    for scn, by_switch in TABLE3.items():
+    for scn, by_switch in _TABLE3.items():
         chain = "p2p" if scn == "p2p" else f"{scn.split('-')[1]}-VNF loopback"
         for sw, texts in by_switch.items():
             for load, text in zip(LOADS, texts, strict=True):
@@ -215,7 +217,7 @@ def _table4() -> list[Published]:
                                "returns the packets through the switch",
         note=("average of ping between the two VMs (VALE cannot use MoonGen here)"
               if sw == "vale" else "MoonGen software time stamps in the first VM") +
-             "; size from 672 Mbps = 1 Mpps (84 B on the wire)") for sw, text in TABLE4.items()]
+             "; size from 672 Mbps = 1 Mpps (84 B on the wire)") for sw, text in _TABLE4.items()]
 
 
 def _t000(sw: str, scn: str, size: int | None, direction: str, text: str, where: str,
@@ -338,7 +340,7 @@ def _hw001(ghz: str) -> str:
 HW001_LAT = ("own testbed: 2 servers with 1 Intel Xeon E5-2640v2 (8 cores, 2.0Ghz), "
              "Intel X520 10GbE dual-port NIC, back to back")
 # Table 1: throughput in Mpps, 64 B, one VNF between the two NIC ports (loopback-1).
-TABLE1_001 = {  # GHz: (BESS L3FWD, BESS Firewall, ClickOS L3FWD, ClickOS Firewall)
+_TABLE1_001 = {  # GHz: (BESS L3FWD, BESS Firewall, ClickOS L3FWD, ClickOS Firewall)
     "1.2": ("4.31", "4.45", "2.10", "1.98"),
     "1.6": ("5.73", "5.92", "2.82", "2.75"),
     "2.0": ("7.19", "7.38", "3.44", "3.27"),
@@ -353,7 +355,7 @@ def _study001() -> list[Published]:
     out = []
     cols = (("bess", "L3FWD"), ("bess", "firewall"), ("clickos", "L3FWD"),
             ("clickos", "firewall"))
-    for ghz, texts in TABLE1_001.items():
+    for ghz, texts in _TABLE1_001.items():
         for (sw, vnf), text in zip(cols, texts, strict=True):
             out.append(Published(
                 "001", "throughput", "Mpps", text, sw, "loopback-1",
@@ -667,7 +669,8 @@ FIGURES: tuple[Published, ...] = (
 Table = tuple[str, list[str], list[list[str]]]
 LATENCY_METRICS = ("rtt", "latency")
 THROUGHPUT_METHODS = ("alternating", "interleaved")
-SW_ORDER = {sw: i for i, sw in enumerate(SW000 + ("clickos", "linux-bridge", "ovs"))}
+SW_ORDER = MappingProxyType({sw: i for i, sw in
+                             enumerate(SW000 + ("clickos", "linux-bridge", "ovs"))})
 
 
 def _key(r: Row) -> str:
