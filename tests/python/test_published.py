@@ -100,6 +100,16 @@ def test_table3_is_complete_and_bess_has_no_four_vnf_column() -> None:
     assert {f.size for f in t3} == {64} and {f.stat for f in t3} == {"mean"}
 
 
+def test_table3_reading_agrees_with_what_the_text_says_of_the_loads() -> None:
+    # Section 5.3: in loopback, 0.99 R+ is always above 0.50 R+, and 0.10 R+ above 0.50 R+
+    # for every switch but VALE. The column-by-column reading must keep both true.
+    t3 = {(f.scenario, f.switch, f.load): f.value for f in FIGURES
+          if f.study == "000" and f.table == "Table 3" and f.scenario != "p2p"}
+    for scn, switch, _ in t3:
+        assert t3[(scn, switch, 0.99)] > t3[(scn, switch, 0.5)]
+        assert (t3[(scn, switch, 0.1)] > t3[(scn, switch, 0.5)]) == (switch != "vale")
+
+
 def test_table4_is_v2v_at_one_mpps() -> None:
     t4 = {f.switch: f for f in FIGURES if f.study == "000" and f.table == "Table 4"}
     assert {k: f.text for k, f in t4.items()} == {
