@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import report_latency
+from sluice.bench import published, report_latency
 from sluice.bench.schema import Row, load_rows
 from sluice.bench.stats import gbps, spread
 
@@ -234,6 +234,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                     [[n["scenario"], n["switch"], f"{n['size']} B", str(n["near_trials"]),
                       str(n["wanted"]), str(n["trials"]), n["outcome"]] for n in near]))
     out += report_latency.sections(rows)
+    out += published.sections(rows, baseline)
     for scn, name in figs.items():
         out.append((f"Figure: {scn}", f"![{scn}](figures/{name}.png)", [], None))
     steer = sorted({(key_of(r), r.steering) for r in rows if r.steering})
