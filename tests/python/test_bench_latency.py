@@ -172,3 +172,11 @@ def test_rplus_prefers_rows_of_the_same_placement(tmp_path: Path) -> None:
     found = runner.rplus("a:x", scn, 64, "mixed")
     assert found is not None and found[1] == "any" and abs(found[0] - 15.5e6) < 1
     assert runner.rplus("b:x", scn, 64, "near") is None
+
+
+def test_imix_is_planned_as_a_size_and_recorded_as_its_mean() -> None:
+    from sluice.bench.stats import IMIX, IMIX_MEAN, gen_size, row_size
+    assert cli.sizes("64,imix") == (64, IMIX)
+    assert gen_size(IMIX) == "imix" and gen_size(64) == "64"
+    assert row_size(IMIX) == IMIX_MEAN == 354 and row_size(1500) == 1500
+    assert report.size_text(354, "imix") == "IMIX (354 B mean)"

@@ -17,6 +17,7 @@ from pathlib import Path
 from sluice.bench import arrange, scenarios
 from sluice.bench.runner import Runner, Settings
 from sluice.bench.scenarios import Scenario
+from sluice.bench.stats import IMIX
 from sluice.bench.switches import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -83,13 +84,13 @@ def csv(text: str) -> list[str]:
 
 
 def sizes(text: str) -> tuple[int, ...]:
-    """Frame sizes (bytes incl. FCS) from '64,1500'."""
+    """Frame sizes (bytes incl. FCS) from '64,1500,imix' (IMIX: stats.IMIX)."""
     try:
-        out = tuple(int(w) for w in csv(text))
+        out = tuple(IMIX if w.lower() == "imix" else int(w) for w in csv(text))
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"bad size list {text!r}") from e
-    if not out or any(not 64 <= s <= 1518 for s in out):
-        raise argparse.ArgumentTypeError("sizes are 64..1518 bytes, FCS included")
+    if not out or any(not 64 <= s <= 1518 for s in out if s != IMIX):
+        raise argparse.ArgumentTypeError("sizes are 64..1518 bytes, FCS included, or imix")
     return out
 
 
@@ -123,7 +124,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--direction", default="uni",
                    help="comma-separated: uni and/or bidir (default uni)")
     p.add_argument("--sizes", type=sizes, default=(64, 1500),
-                   help="frame sizes in bytes including the 4-byte FCS (default 64,1500)")
+                   help="frame sizes in bytes including the 4-byte FCS, and/or imix "
+                        "(64:570:1518 at 7:4:1; rows carry its mean, 354, and size_label "
+                        "imix) (default 64,1500)")
     p.add_argument("--trials", type=int, default=2,
                    help="generator runs per switch (alternating: per switch against the "
                         "baseline, orders alternate) and size (default 2)")

@@ -58,6 +58,7 @@ def throughput_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
         sp = spread(rates)
         out.append({"scenario": scn, "size": size, "switch": key, "placement": place,
                     "method": rs[0].method, "rx_mpps": statistics.fmean(rates) / 1e6,
+                    "size_label": rs[0].size_label,
                     "q1_mpps": sp.q1 / 1e6, "q3_mpps": sp.q3 / 1e6, "trials": len(rs),
                     "samples": sum(r.samples for r in rs),
                     "loss": statistics.fmean(r.loss for r in rs),
@@ -94,6 +95,11 @@ def ratio_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
                     "q3": statistics.median(q3s), "ratios": sum(r.ratio_n for r in rs),
                     "windows": sum(r.samples for r in rs), "trials": len(rs)})
     return out
+
+
+def size_text(size: int, label: str = "") -> str:
+    """'64 B', or 'IMIX (354 B mean)'."""
+    return f"IMIX ({size} B mean)" if label == "imix" else f"{size} B"
 
 
 def md_table(headers: Sequence[str], lines: Iterable[Sequence[Any]]) -> str:
@@ -205,7 +211,8 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                  "Gbit/s L1", "Gbit/s L2", "loss", "trials", "samples",
                  "switch CPU s/s per Mpps",
                  "flags"],
-                [[t["scenario"], f"{t['size']} B", t["switch"], t["placement"], t["method"],
+                [[t["scenario"], size_text(t["size"], t["size_label"]), t["switch"],
+                  t["placement"], t["method"],
                   f"{t['rx_mpps']:.2f}", f"{t['q1_mpps']:.2f}-{t['q3_mpps']:.2f}",
                   f"{t['gbps_l1']:.2f}", f"{t['gbps_l2']:.2f}", f"{100 * t['loss']:.3f} %",
                   str(t["trials"]), str(t["samples"]), _fmt(t["cpu_s_per_mpps"], 2),

@@ -40,7 +40,7 @@ from sluice.bench.plan import (
 )
 from sluice.bench.scenarios import Namespaces, Scenario, round_trip, topology
 from sluice.bench.schema import Row, append_rows
-from sluice.bench.stats import Sample, loss_fraction, r_plus, trim
+from sluice.bench.stats import IMIX, Sample, gen_size, loss_fraction, r_plus, row_size, trim
 from sluice.bench.switches import ADAPTERS, Context, Switch
 from sluice.bench.windows import Labelled, figures, ratios_by_label
 
@@ -268,7 +268,7 @@ class Runner:
                 netns: str | None, extra: Sequence[str] = ()) -> list[str]:
         """The sluice-gen command of one trial."""
         cmd = [str(self.gen), "--cpu", str(self.s.gen_cpu), "--role", "txrx", "--size",
-               str(spec.size), "--duration", str(self.s.gen_seconds(spec.method)), "--json",
+               gen_size(spec.size), "--duration", str(self.s.gen_seconds(spec.method)), "--json",
                "--out", str(out), *(extra or ("--rate", "max"))]
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
@@ -363,10 +363,10 @@ class Runner:
         senders = scn.pairs * (2 if scn.direction == "bidir" else 1)
         rp, where = None, ""
         if spec.load is not None:
-            found = self.rplus(spec.switches[0], scn, spec.size, label)
+            found = self.rplus(spec.switches[0], scn, row_size(spec.size), label)
             if found is None:
                 raise RuntimeError(f"no R+ of {spec.switches[0]} in {scn.label()} at "
-                                   f"{spec.size} B to take {spec.load:g} of")
+                                   f"{gen_size(spec.size)} B to take {spec.load:g} of")
             rp, where = found
             total = spec.load * rp
         else:
@@ -411,7 +411,8 @@ class Runner:
         lat = {k: float(v) for k, v in (res.summary.get("latency_ns") or {}).items()
                if isinstance(v, int | float)}
         return Row(switch=sw.name, mode=sw.mode, key=key, scenario=spec.scenario.name,
-                   phy=spec.scenario.phy, vnf=spec.scenario.vnf, size=spec.size,
+                   phy=spec.scenario.phy, vnf=spec.scenario.vnf, size=row_size(spec.size),
+                   size_label="imix" if spec.size == IMIX else "",
                    pairs=spec.scenario.pairs,
                    direction=spec.scenario.direction, trial=spec.trial,
                    method=spec.method, oversubscribed=common["over"],
@@ -475,7 +476,7 @@ class Runner:
     def near_trials(self, rows: Sequence[Row], key: str, size: int) -> int:
         """How many trials of KEY at SIZE gave near-placement figures (two samples or more:
         one window or second says little)."""
-        return len({r.trial for r in rows if r.key == key and r.size == size
+        return len({r.trial for r in rows if r.key == key and r.size == row_size(size)
                     and r.placement == "near" and r.samples >= 2})
 
     def wanting(self, rows: Sequence[Row], keys: Sequence[str],
@@ -514,7 +515,7 @@ class Runner:
         for key, size in sorted({(k, sp.size) for sp in specs for k in sp.switches}):
             n = self.near_trials(rows + added, key, size)
             self.near_report.append({
-                "scenario": specs[0].scenario.label(), "switch": key, "size": size,
+                "scenario": specs[0].scenario.label(), "switch": key, "size": row_size(size),
                 "near_trials": n, "wanted": self.s.min_near,
                 "trials": len({sp.trial for sp in specs if key in sp.switches
                                and sp.size == size}),
@@ -552,7 +553,7 @@ class Runner:
 
     def one(self, spec: TrialSpec, live: Live) -> list[Row]:
         """Runs SPEC if its switches started; a failed trial is recorded, not fatal."""
-        what = (f"{spec.scenario.label()} {spec.size} B trial {spec.trial}: "
+        what = (f"{spec.scenario.label()} {gen_size(spec.size)} B trial {spec.trial}: "
                 + " vs ".join(spec.switches))
         if spec.method == "latency":
             what += (f" latency at {spec.load:g} R+" if spec.load is not None
@@ -604,7 +605,7 @@ def trial_name(spec: TrialSpec) -> str:
     """A file-name-safe name of one trial."""
     scn = spec.scenario
     parts = [scn.name + ("-rtt" if scn.rtt else ""), scn.phy, scn.direction,
-             f"{scn.pairs}p" if scn.pairs > 1 else "", str(spec.size), f"t{spec.trial}",
+             f"{scn.pairs}p" if scn.pairs > 1 else "", gen_size(spec.size), f"t{spec.trial}",
              *spec.switches]
     if spec.load is not None:
         parts.append(f"load{spec.load:g}")

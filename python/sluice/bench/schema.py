@@ -59,6 +59,7 @@ class Row:
     cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
     latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's histogram
     pairs: int = 1                 # NvsN: sender/receiver pairs at once
+    size_label: str = ""           # "imix" when size is the mean of sluice-gen's IMIX
     # Latency trials (method "latency"): at a fraction of R+ ("loads") or a fixed rate.
     latency_kind: str = ""         # loads, fixed, or "" (throughput: saturated latency)
     latency_load: float | None = None   # fraction of R+ (loads)
