@@ -180,3 +180,36 @@ def test_imix_is_planned_as_a_size_and_recorded_as_its_mean() -> None:
     assert gen_size(IMIX) == "imix" and gen_size(64) == "64"
     assert row_size(IMIX) == IMIX_MEAN == 354 and row_size(1500) == 1500
     assert report.size_text(354, "imix") == "IMIX (354 B mean)"
+
+
+def test_sweep_settings_per_parameter(tmp_path: Path) -> None:
+    from sluice.bench import sweep
+    base = settings(tmp_path, units=((parse("v2v", "memif", "uni"), (64,)),))
+    def one(param: str, value: str) -> Settings:
+        return sweep.settings_for(base, param, value, cli.rate, cli.sizes)
+    assert one("size", "1500").units[0][1] == (1500,)
+    assert one("burst", "8").gen_extra == ("--burst", "8")
+    assert one("flows", "1000").gen_extra == ("--flows", "1000")
+    assert one("switch-burst", "4").switch_burst == 4
+    assert one("pairs", "2").units[0][0].pairs == 2
+    assert [u[0].name for u in one("chain", "3").units] == ["loopback-3"]
+    assert one("chain", "3").tags == {"sweep_param": "chain", "sweep_value": "3"}
+    rates = sweep.plans(base, "rate", ["0.1", "0.5", "1Mpps"], cli.rate, cli.sizes)
+    assert len(rates) == 1 and rates[0].loads == (0.1, 0.5)
+    assert rates[0].latency == ("loads", "fixed:1000000") and rates[0].fixed_any_scenario
+    for param, bad in (("burst", "0"), ("pairs", "5"), ("chain", "x"), ("color", "1")):
+        with pytest.raises(ValueError):
+            sweep.check_values(param, [bad])
+
+
+def test_sweep_report_draws_a_curve_per_switch(tmp_path: Path) -> None:
+    from sluice.bench import report_sweep
+    rows = [lat_row(method="alternating", latency_kind="", latency_load=None, key=k,
+                    sweep_param="switch-burst", sweep_value=v, rx_pps=rx)
+            for k, v, rx in (("a:x", "1", 2e6), ("a:x", "32", 9e6), ("b:x", "1", 3e6),
+                             ("b:x", "32", 8e6))]
+    pts = report_sweep.points(rows)
+    assert [(p["switch"], p["value"], p["rx_mpps"]) for p in pts] == [
+        ("a:x", "1", 2.0), ("a:x", "32", 9.0), ("b:x", "1", 3.0), ("b:x", "32", 8.0)]
+    assert report_sweep.figure(rows, tmp_path) == "sweep"
+    assert report_sweep.sections(rows)[0][0] == "Sweep: switch-burst"

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sluice.bench import arrange, scenarios
+from sluice.bench import arrange, scenarios, sweep
 from sluice.bench.runner import Runner, Settings
 from sluice.bench.scenarios import Scenario
 from sluice.bench.stats import IMIX
@@ -204,6 +204,7 @@ def make_parser() -> argparse.ArgumentParser:
                "  sluice-bench run --scenario v2v --switch sluice,testpmd --sizes 64,1500\n"
                "  sluice-bench run --matrix default --duration 2\n"
                "  sluice-bench compare testpmd testpmd --duration 20\n"
+               "  sluice-bench sweep --param chain --values 1,2,3 --switch sluice:patch\n"
                "  sluice-bench report bench/results/20261122T174500Z\n")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run a matrix of scenarios, switches and sizes",
@@ -222,6 +223,32 @@ def make_parser() -> argparse.ArgumentParser:
                           "1500 B, loopback-1 and -3 at 64 B, one way; latency at three loads "
                           "for p2p and at 1 Mpps for the v2v round trip); overrides "
                           "--scenario, --phy, --direction, --sizes, --pairs and --latency")
+    sw = sub.add_parser("sweep", help="one parameter through a list of values, a curve per "
+                                      "switch",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Run the same scenarios once per value of one parameter; "
+                                    "rows carry sweep_param and sweep_value and the report "
+                                    "draws a curve per switch.",
+                        epilog="parameters:\n"
+                               "  rate          latency trials at fractions of R+ (0.05..1.0, "
+                               "with a '.') or at rates (1Mpps)\n"
+                               "  size          frame sizes (64..1518, imix)\n"
+                               "  burst         sluice-gen's packets per transmit burst "
+                               "(1..512)\n"
+                               "  switch-burst  the switch's receive burst (sluiced and "
+                               "testpmd --burst, 1..256): VALE's batching curve\n"
+                               "  flows         distinct flows (1..1000000)\n"
+                               "  pairs         NvsN sender/receiver pairs (1..4)\n"
+                               "  chain         loopback-N chain length (1..5)\n"
+                               "example:\n"
+                               "  sluice-bench sweep --param switch-burst --values 1,4,16,64,256"
+                               " --switch sluice:patch,testpmd --scenario v2v --sizes 64\n")
+    sw.add_argument("--param", required=True, help="the parameter to sweep (see below)")
+    sw.add_argument("--values", required=True, type=csv, help="comma-separated values")
+    sw.add_argument("--switch", type=switch_keys, default=switch_keys("sluice:patch,testpmd"),
+                    help="comma-separated switches as for run (default sluice:patch,testpmd)")
+    sw.add_argument("--baseline", default="testpmd", help="as for run (default testpmd)")
+    add_common(sw)
     cmp_ = sub.add_parser("compare", help="two switches in alternating windows",
                           description="Ratio of switch A to switch B (NAME or NAME:MODE) "
                                       "from alternating windows; the same switch twice "
@@ -313,7 +340,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         keys, baseline = args.switch, args.baseline
     try:
         s = settings(args, keys, baseline)
-    except ValueError as e:
+        if args.command == "sweep":
+            sweep.check_values(args.param, args.values)
+            for v in args.values:
+                sweep.settings_for(s, args.param, v, rate, sizes)
+    except (ValueError, argparse.ArgumentTypeError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     from sluice.bench.progress import run_with_progress
@@ -323,7 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)
     try:
-        rows = run_with_progress(Runner, s)
+        if args.command == "sweep":
+            rows = sweep.run(s, args.param, args.values,
+                             lambda one: run_with_progress(Runner, one), rate, sizes)
+        else:
+            rows = run_with_progress(Runner, s)
     except arrange.SharedCpuError as e:
         print(f"{PROG}: refused: {e}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import published, report_latency
+from sluice.bench import published, report_latency, report_sweep
 from sluice.bench.schema import Row, load_rows
 from sluice.bench.stats import gbps, spread
 
@@ -241,6 +241,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                     [[n["scenario"], n["switch"], f"{n['size']} B", str(n["near_trials"]),
                       str(n["wanted"]), str(n["trials"]), n["outcome"]] for n in near]))
     out += report_latency.sections(rows)
+    out += report_sweep.sections(rows)
     out += published.sections(rows, baseline)
     for scn, name in figs.items():
         out.append((f"Figure: {scn}", f"![{scn}](figures/{name}.png)", [], None))
@@ -346,6 +347,9 @@ def write(d: Path) -> Path:
     chain = chain_figure(tput, figdir)
     if chain:
         figs["loopback chain length"] = chain
+    sweep = report_sweep.figure(rows, figdir)
+    if sweep:
+        figs["sweep"] = sweep
     lat = report_latency.cdf_figure(rows, d, figdir)
     if lat:
         figs["latency CDF"] = lat

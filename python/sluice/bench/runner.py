@@ -76,6 +76,10 @@ class Settings:
     loads: tuple[float, ...] = LOADS
     min_near: int = 0                  # add trials until each (switch, size) has this many
     budget_s: float = 0.0              # ... near ones, or these extra seconds are spent
+    gen_extra: tuple[str, ...] = ()    # more sluice-gen options (--burst, --flows)
+    switch_burst: int | None = None    # the switches' receive burst, where they have one
+    fixed_any_scenario: bool = False   # fixed-rate latency in every scenario, not the v2v RTT
+    tags: dict[str, str] = field(default_factory=dict)   # sweep_param/sweep_value of rows
 
     @property
     def alt_duration(self) -> float:
@@ -180,13 +184,20 @@ class Runner:
                 continue
             kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
             specs = trials_for(scn, sizes, keys, kernel, self.s.trials, self.s.baseline)
-            if ("loads" in self.s.latency and has_load_latency(scn)
-                    and scn.family in (self.s.latency_scenarios or (scn.family,))):
+            anywhere = "*" in self.s.latency_scenarios
+            if ("loads" in self.s.latency and (has_load_latency(scn) or anywhere)
+                    and (anywhere or scn.family in (self.s.latency_scenarios
+                                                    or (scn.family,)))):
                 lat_sizes = [z for z in sizes if z in self.s.latency_sizes]
                 specs += latency_for(scn, lat_sizes, keys, self.s.loads,
                                      trials=self.s.latency_trials)
+            if self.s.fixed_any_scenario:
+                specs += [sp for rate in self.s.fixed_rates
+                          for sp in latency_for(scn, sizes, keys, (), rate,
+                                                self.s.latency_trials)]
             out.append((scn, keys, specs))
-        if self.s.fixed_rates and any(scn.family == "v2v" for scn, _ in self.s.units):
+        has_v2v = any(scn.family == "v2v" for scn, _ in self.s.units)
+        if not self.s.fixed_any_scenario and self.s.fixed_rates and has_v2v:
             rtt = round_trip()
             keys = self.usable_keys(rtt)
             specs = [sp for rate in self.s.fixed_rates
@@ -208,7 +219,9 @@ class Runner:
         work.mkdir(parents=True, exist_ok=True)
         return Context(work=work, tag=f"{self.tag}{sub[-1]}", switch_cpu=self.s.switch_cpu,
                        ctl_cpu=self.s.gen_cpu, repo=self.s.repo,
-                       extra={"gen_veth_driver": "af_xdp"})
+                       extra={"gen_veth_driver": "af_xdp",
+                              **({"burst": str(self.s.switch_burst)}
+                                 if self.s.switch_burst else {})})
 
     def start_switches(self, scn: Scenario, keys: Sequence[str], live: Live) -> None:
         """Starts KEYS for SCN, each stopped right after it started; failures skipped."""
@@ -269,7 +282,7 @@ class Runner:
         """The sluice-gen command of one trial."""
         cmd = [str(self.gen), "--cpu", str(self.s.gen_cpu), "--role", "txrx", "--size",
                gen_size(spec.size), "--duration", str(self.s.gen_seconds(spec.method)), "--json",
-               "--out", str(out), *(extra or ("--rate", "max"))]
+               "--out", str(out), *(extra or ("--rate", "max")), *self.s.gen_extra]
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
         for sw in sws:
@@ -390,6 +403,9 @@ class Runner:
                                kept[-1].monotonic_s) if kept else "unlabelled")
         summ = res.summary
         tx, rx = int(summ.get("tx_packets", 0) or 0), int(summ.get("rx_packets", 0) or 0)
+        if self.s.tags.get("sweep_param") == "rate":
+            lat = {**lat, "sweep_value": (f"{spec.load:g}" if spec.load is not None
+                                          else f"{spec.rate_pps:.0f}")}
         return self.base_row(
             spec, sw, key, common, placement=lab,
             rx_pps=statistics.fmean(s.rx_pps for s in kept) if kept else 0.0,
@@ -407,13 +423,14 @@ class Runner:
                  **kw: Any) -> Row:
         """A row with the fields every method fills the same way."""
         res: gen.GenResult = common["res"]
+        tags = {**self.s.tags, **kw_tags(kw)}
         idle = float(res.summary.get("idle_fraction", 0.0))
         lat = {k: float(v) for k, v in (res.summary.get("latency_ns") or {}).items()
                if isinstance(v, int | float)}
         return Row(switch=sw.name, mode=sw.mode, key=key, scenario=spec.scenario.name,
                    phy=spec.scenario.phy, vnf=spec.scenario.vnf, size=row_size(spec.size),
                    size_label="imix" if spec.size == IMIX else "",
-                   pairs=spec.scenario.pairs,
+                   pairs=spec.scenario.pairs, **tags,
                    direction=spec.scenario.direction, trial=spec.trial,
                    method=spec.method, oversubscribed=common["over"],
                    generator_bound=idle < 0.01, kernel_path=spec.scenario.kernel_path,
@@ -599,6 +616,11 @@ class Runner:
         m["near_trials"] = self.near_report
         m["sluice_gen"] = str(self.gen)
         manifest.write(self.s.out / "manifest.json", m)
+
+
+def kw_tags(kw: dict[str, Any]) -> dict[str, Any]:
+    """Sweep tags a caller of base_row set itself (popped from KW, they win)."""
+    return {k: kw.pop(k) for k in ("sweep_param", "sweep_value") if k in kw}
 
 
 def trial_name(spec: TrialSpec) -> str:

@@ -60,6 +60,8 @@ class Row:
     latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's histogram
     pairs: int = 1                 # NvsN: sender/receiver pairs at once
     size_label: str = ""           # "imix" when size is the mean of sluice-gen's IMIX
+    sweep_param: str = ""          # sluice-bench sweep: the parameter and this row's value
+    sweep_value: str = ""
     # Latency trials (method "latency"): at a fraction of R+ ("loads") or a fixed rate.
     latency_kind: str = ""         # loads, fixed, or "" (throughput: saturated latency)
     latency_load: float | None = None   # fraction of R+ (loads)

@@ -60,6 +60,8 @@ class Testpmd(Switch):
                "--log-level=*:warning", *vdevs, "--", "--forward-mode=io", "--nb-cores", "1",
                "--port-topology=paired", "--stats-period", "3600", "--txd", "1024",
                "--rxd", "1024", "--auto-start"]
+        if "burst" in self.ctx.extra:
+            cmd.append(f"--burst={self.ctx.extra['burst']}")
         if topo.netns:
             cmd = ["ip", "netns", "exec", topo.netns, *cmd]
         self.log.write_text("")
