@@ -52,7 +52,9 @@ def points(rows: Sequence[Row]) -> list[dict[str, object]]:
 
 
 def _lat(rs: Sequence[Row], field: str) -> float | None:
-    vals = [r.latency_ns[field] for r in rs if field in r.latency_ns]
+    """Latency of latency trials only: a throughput row's histogram is taken at saturation
+    (and in alternating runs covers both switches)."""
+    vals = [r.latency_ns[field] for r in rs if field in r.latency_ns and r.method == "latency"]
     return statistics.fmean(vals) / 1e3 if vals else None
 
 
