@@ -189,6 +189,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help="results directory (default bench/results/<UTC timestamp>/)")
     p.add_argument("--no-report", action="store_true",
                    help="do not write report.md and report.html at the end")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (trials in order, switches skipped and why) and its "
+                        "expected length, and start nothing")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -321,6 +324,29 @@ def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
     return (a[0], b[0]), b[0]
 
 
+def dry_run(s: Settings, args: argparse.Namespace) -> int:
+    """Prints the plan of S (every value's, for a sweep) and its expected length."""
+    plans = (sweep.plans(s, args.param, args.values, rate, sizes)
+             if args.command == "sweep" else [s])
+    total = 0.0
+    for one in plans:
+        r = Runner(one, lambda *_: None, lambda msg: print(f"  {msg}"))
+        try:
+            for scn, keys, specs in r.plan_cache:
+                print(f"{scn.label()}: {', '.join(keys)}")
+                for sp in specs:
+                    at = (f" at {sp.load:g} R+" if sp.load is not None else
+                          f" at {sp.rate_pps / 1e6:g} Mpps" if sp.rate_pps else "")
+                    print(f"  {sp.size} B trial {sp.trial} {sp.method}{at}: "
+                          f"{' vs '.join(sp.gen_order)}")
+            total += r.total_seconds(r.plan_cache)
+        finally:
+            r.cleanup_work()
+    print(f"expected: {total / 60:.1f} min without --min-near extras "
+          f"(budget {s.budget_s:.0f} s)")
+    return 0
+
+
 def _raise_interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -347,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, argparse.ArgumentTypeError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    if args.dry_run:
+        return dry_run(s, args)
     from sluice.bench.progress import run_with_progress
     # SIGTERM and SIGHUP (a timeout, a closed terminal, a cancelled CI job) unwind like ^C,
     # so that every switch is continued, stopped and cleaned up by the runner's finally

@@ -71,10 +71,10 @@ def throughput_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
 
 
 def _cpu_per_mpps(rs: Sequence[Row]) -> float | None:
-    """The switch's CPU seconds per second of its trial, per Mpps forwarded: interleaved
-    rows only (in alternating runs a switch is stopped half the time)."""
-    vals = [r.switch_cpu_s / r.wall_s / (r.rx_pps / 1e6) for r in rs
-            if r.switch_cpu_s and r.wall_s and r.rx_pps and r.method == "interleaved"]
+    """The switch's CPU seconds per second it ran, per Mpps forwarded. In an alternating
+    trial each switch runs in every other window, so for half of the trial's wall time."""
+    vals = [r.switch_cpu_s / (r.wall_s * (0.5 if r.method == "alternating" else 1.0))
+            / (r.rx_pps / 1e6) for r in rs if r.switch_cpu_s and r.wall_s and r.rx_pps]
     return statistics.fmean(vals) if vals else None
 
 

@@ -261,6 +261,10 @@ class Runner:
                 live.netns.delete()
             self.keep_logs()
 
+    def cleanup_work(self) -> None:
+        """Removes the private work directory (run() does it itself)."""
+        shutil.rmtree(self.work, ignore_errors=True)
+
     def keep_logs(self) -> None:
         """Copies the switches' logs into OUT/logs."""
         dest = self.s.out / "logs"
