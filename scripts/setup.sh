@@ -72,14 +72,15 @@ install_debian_packages() {
 		|| die "apt-get install failed for: $missing"
 }
 
-# rich and matplotlib: sluice-bench's progress bar and report figures.
-python_packages=(pytest pytest-timeout scapy ruff rich matplotlib)
+# rich and matplotlib: sluice-bench's progress bar and report figures; MLRsearch: its
+# NDR/PDR search (FD.io CSIT's).
+python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi

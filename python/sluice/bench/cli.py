@@ -252,6 +252,25 @@ def make_parser() -> argparse.ArgumentParser:
                     help="comma-separated switches as for run (default sluice:patch,testpmd)")
     sw.add_argument("--baseline", default="testpmd", help="as for run (default testpmd)")
     add_common(sw)
+    nd = sub.add_parser("ndr", help="NDR and PDR rates with MLRsearch",
+                        description="Zero-loss (NDR) and 0.5 %% loss (PDR) rates of each switch "
+                                    "with FD.io CSIT's MLRsearch; every trial is an open-loop "
+                                    "sluice-gen run, one switch at a time, and a search keeps to "
+                                    "one vCPU placement (docs/bench.md).")
+    nd.add_argument("--switch", type=switch_keys, default=switch_keys("sluice:patch,testpmd"),
+                    help="comma-separated switches as for run (default sluice:patch,testpmd)")
+    nd.add_argument("--max-rate", type=rate, default=30e6,
+                    help="highest load per sending port a search tries (default 30Mpps)")
+    nd.add_argument("--trial-seconds", type=float, default=1.0,
+                    help="length of every trial (default 1)")
+    nd.add_argument("--duration-sum", type=float, default=3.0,
+                    help="trial seconds a bound must rest on (default 3; CSIT uses 21)")
+    nd.add_argument("--width", type=float, default=0.02,
+                    help="relative width at which a search stops (default 0.02)")
+    nd.add_argument("--search-budget", type=float, default=240.0,
+                    help="seconds one search may take before it gives up (default 240)")
+    add_common(nd)
+    nd.set_defaults(scenario="p2p,v2v", sizes=(64, 256), baseline="testpmd")
     cmp_ = sub.add_parser("compare", help="two switches in alternating windows",
                           description="Ratio of switch A to switch B (NAME or NAME:MODE) "
                                       "from alternating windows; the same switch twice "
@@ -324,6 +343,37 @@ def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
     return (a[0], b[0]), b[0]
 
 
+def run_ndr(args: argparse.Namespace) -> int:
+    """sluice-bench ndr: NDR/PDR searches, rows in results.jsonl, the report."""
+    try:
+        import MLRsearch  # noqa: F401
+    except ImportError:
+        print(f"{PROG}: the MLRsearch package is missing: run scripts/setup.sh", file=sys.stderr)
+        return 2
+    args.duration, args.warmup, args.cooldown = args.trial_seconds, 0.0, 0.0
+    try:
+        s = settings(args, args.switch, args.baseline)
+    except ValueError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        return dry_run(s, args)
+    from sluice.bench import ndr
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    runner = Runner(s, lambda _s, what: print(what, file=sys.stderr),
+                    lambda msg: print(msg, file=sys.stderr))
+    rows = ndr.run(runner, args.max_rate, {
+        "trial_s": args.trial_seconds, "duration_sum": args.duration_sum,
+        "width": args.width, "budget_s": args.search_budget})
+    print(f"results: {s.out / 'results.jsonl'} ({len(rows)} rows)")
+    if not args.no_report and rows:
+        from sluice.bench import report
+        path = report.write(s.out)
+        print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0 if rows else 1
+
+
 def dry_run(s: Settings, args: argparse.Namespace) -> int:
     """Prints the plan of S (every value's, for a sweep) and its expected length."""
     plans = (sweep.plans(s, args.param, args.values, rate, sizes)
@@ -359,6 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = report.write(args.dir)
         print(f"report: {path} and {path.with_suffix('.html')}")
         return 0
+    if args.command == "ndr":
+        return run_ndr(args)
     if args.command == "compare":
         keys, baseline = compare_keys(args)
         args.trials = max(args.trials, 2)

@@ -241,6 +241,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                     [[n["scenario"], n["switch"], f"{n['size']} B", str(n["near_trials"]),
                       str(n["wanted"]), str(n["trials"]), n["outcome"]] for n in near]))
     out += report_latency.sections(rows)
+    out += report_latency.search_sections(rows)
     out += report_sweep.sections(rows)
     out += published.sections(rows, baseline)
     for scn, name in figs.items():
@@ -287,7 +288,7 @@ METHOD_TEXT = (
     "are generator_bound: the generator, not the switch, set the rate.")
 
 MISSING_TEXT = (
-    "NDR/PDR search; process VNFs (--vnf l2fwd/testpmd-mac); the ovs-netdev (afxdp) peer; "
+    "Process VNFs (--vnf l2fwd/testpmd-mac); the ovs-netdev (afxdp) peer; "
     "IMIX in the default matrix. The latency_ns of throughput rows is sluice-gen's at "
     "saturation, which measures queueing; the latency tables come from trials at set rates.")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
-METHODS = ("alternating", "interleaved", "latency")
+METHODS = ("alternating", "interleaved", "latency", "search")
 LATENCY_KINDS = ("", "loads", "fixed")
 PLACEMENTS = ("near", "far", "mixed", "unlabelled")
 DIRECTIONS = ("uni", "bidir")
@@ -61,6 +61,11 @@ class Row:
     pairs: int = 1                 # NvsN: sender/receiver pairs at once
     size_label: str = ""           # "imix" when size is the mean of sluice-gen's IMIX
     sweep_param: str = ""          # sluice-bench sweep: the parameter and this row's value
+    search_goal: str = ""          # sluice-bench ndr (method "search"): ndr or pdr; rx_pps
+    search_lower_pps: float | None = None   # is the conditional throughput, these its
+    search_upper_pps: float | None = None   # relevant bounds (all senders together)
+    search_trials: int = 0         # trials the search kept (one placement) ...
+    search_repeated: int = 0       # ... and repeated because the placement had changed
     sweep_value: str = ""
     # Latency trials (method "latency"): at a fraction of R+ ("loads") or a fixed rate.
     latency_kind: str = ""         # loads, fixed, or "" (throughput: saturated latency)
