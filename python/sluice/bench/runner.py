@@ -331,16 +331,24 @@ class Runner:
         live.signal(keys, signal.SIGCONT)
         try:
             time.sleep(0.3)
+            # Not in alternating trials: a SIGSTOP between two passes of a worker lands
+            # the stopped second in its busy or idle cycles.
+            counted = spec.method != "alternating"
+            cyc0 = {k: live.switches[k].cycles() if counted else None for k in keys}
             with self.monitor.running():
                 if spec.method == "latency":
                     extra, lat = self.latency_args(spec, self.current_label())
                 res = self.run_gen(spec, sws, live, extra)
+            # The generator continues both switches of an alternation at its end.
+            cyc = {k: _per_packet(live.switches[k].cycles() if counted else None, cyc0[k])
+                   for k in keys}
         finally:
             live.signal(keys, signal.SIGSTOP)
         wall = round(time.monotonic() - t0, 3)
         busy = {c: round(v - busy0.get(c, 0.0), 3) for c, v in procs.cpu_busy().items()}
         cpu = {k: _delta(self.cpu_of(live.switches[k]), before[k]) for k in keys}
-        common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall}
+        common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall,
+                  "cycles": cyc}
         if spec.method == "alternating":
             return self.alternating_rows(spec, sws, keys, common)
         if spec.method == "latency":
@@ -440,7 +448,8 @@ class Runner:
                    generator_bound=idle < 0.01, kernel_path=spec.scenario.kernel_path,
                    gen_idle_fraction=idle, port_kind=sw.port_kind(), steering=sw.steering(),
                    switch_cpu_s=common["cpu"][key], gen_cpu_s=round(res.cpu_s, 3),
-                   cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat, **kw)
+                   cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat,
+                   switch_cycles_per_packet=common.get("cycles", {}).get(key), **kw)
 
     def alternating_rows(self, spec: TrialSpec, sws: Sequence[Switch], keys: Sequence[str],
                          common: dict[str, Any]) -> list[Row]:
@@ -638,6 +647,13 @@ def trial_name(spec: TrialSpec) -> str:
     if spec.rate_pps is not None:
         parts.append(f"rate{spec.rate_pps:.0f}")
     return "gen-" + "-".join(p for p in parts if p).replace(":", "_").replace("#", "_")
+
+
+def _per_packet(now: tuple[int, int] | None, before: tuple[int, int] | None) -> float | None:
+    """Busy cycles per packet between two readings of a switch's counters."""
+    if now is None or before is None or now[1] <= before[1]:
+        return None
+    return round((now[0] - before[0]) / (now[1] - before[1]), 1)
 
 
 def _delta(now: float | None, before: float | None) -> float | None:

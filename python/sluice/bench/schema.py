@@ -57,6 +57,8 @@ class Row:
     wall_s: float | None = None    # the trial's length, switch continued to stopped again
     gen_cpu_s: float | None = None
     cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
+    switch_cycles_per_packet: float | None = None  # busy TSC cycles per packet, the switch's
+                                                   # own counters (sluiced), over the trial
     latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's histogram
     pairs: int = 1                 # NvsN: sender/receiver pairs at once
     size_label: str = ""           # "imix" when size is the mean of sluice-gen's IMIX

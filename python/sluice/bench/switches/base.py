@@ -126,6 +126,11 @@ class Switch(ABC):
     def stop(self) -> None:
         """Stops every process and removes everything start() made (idempotent)."""
 
+    def cycles(self) -> tuple[int, int] | None:
+        """(busy TSC cycles, packets) of the forwarding threads so far, from the switch's
+        own counters; None when it has none (only sluiced reports them)."""
+        return None
+
     def port_kind(self) -> str:
         """The driver of the switch's ports in the current topology."""
         if self.topology is None or not self.topology.links:
