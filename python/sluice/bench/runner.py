@@ -91,6 +91,20 @@ def split_key(key: str) -> tuple[str, str]:
     return name, mode.split("#")[0]
 
 
+def v2v_split(scn: Scenario, keys: Sequence[str]) -> list[tuple[Scenario, list[str]]]:
+    """SCN with the KEYS that run in it. In v2v, switches without vhost-user ports
+    (`v2v_veth`) run apart, over the containers' veth pairs (v2v/veth, kernel_path): their
+    rows are never compared with vhost-user ones."""
+    if scn.family != "v2v" or scn.phy:
+        return [(scn, list(keys))]
+    veth = [k for k in keys if ADAPTERS[split_key(k)[0]].v2v_veth]
+    rest = [k for k in keys if k not in veth]
+    out = [(scn, rest)] if rest else []
+    if veth:
+        out.append((Scenario(scn.name, "veth", scn.direction), veth))
+    return out
+
+
 class Runner:
     """Runs the SETTINGS' plan, reporting progress to PROGRESS(seconds_done, what)."""
 
@@ -110,10 +124,11 @@ class Runner:
         self.letters = iter("abcdefghijklmnopqrstuvwxyz")
 
     # -- plan ---------------------------------------------------------------------------
-    def usable_keys(self, scn: Scenario) -> list[str]:
-        """The switch keys that can run SCN here; the others are recorded as skipped."""
+    def usable_keys(self, scn: Scenario, wanted: Sequence[str]) -> list[str]:
+        """The switch keys of WANTED that can run SCN here; the others are recorded as
+        skipped."""
         keys = []
-        for key in self.s.switches:
+        for key in wanted:
             name, mode = split_key(key)
             cls = ADAPTERS[name]
             why = cls.available(self.s.repo)
@@ -134,18 +149,23 @@ class Runner:
     def plan(self) -> list[tuple[Scenario, list[str], list[TrialSpec]]]:
         """Per scenario: the switches that run and their trials."""
         out = []
-        for scn, sizes in self.s.units:
-            if scn.chain and not gen.has_inline_vnfs(self.gen):
-                self.skip("*", scn, "this sluice-gen has no --vnf-in (inline VNFs come with "
+        for unit, sizes in self.s.units:
+            if unit.chain and not gen.has_inline_vnfs(self.gen):
+                self.skip("*", unit, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
-            keys = self.usable_keys(scn)
-            if not keys:
-                continue
-            kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
-            out.append((scn, keys, trials_for(scn, sizes, keys, kernel, self.s.trials,
-                                              self.s.baseline)))
+            for scn, wanted in v2v_split(unit, self.s.switches):
+                keys = self.usable_keys(scn, wanted)
+                if keys:
+                    out.append(self.plan_unit(scn, keys, sizes))
         return out
+
+    def plan_unit(self, scn: Scenario, keys: list[str], sizes: tuple[int, ...]
+                  ) -> tuple[Scenario, list[str], list[TrialSpec]]:
+        """The trials of KEYS in SCN."""
+        kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
+        return (scn, keys, trials_for(scn, sizes, keys, kernel, self.s.trials,
+                                      self.s.baseline))
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
         """Expected length of PLAN."""

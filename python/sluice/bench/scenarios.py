@@ -1,7 +1,9 @@
 """Scenarios: which ports a switch gets and which the generator drives.
 
 - `v2v`: two vhost-user ports; the generator and sink attach with virtio-user, as
-  containers do.
+  containers do. Kernel-facing switches (no vhost-user) get `v2v/veth` instead: two veth
+  pairs, the generator's ends standing for the containers' (Docker and LXC put a container
+  on a Linux bridge this way); these rows are `kernel_path` and never compared with v2v's.
 - `p2p`: two "physical" ports, stood in for by `--phy memif` (a memif link whose far end the
   generator owns) or `--phy veth` (a veth pair whose far end sits in the generator's
   namespace; the switch attaches with af_xdp, or af_packet where that fails; these rows are
@@ -71,7 +73,7 @@ def parse(name: str, phy: str, direction: str) -> Scenario:
 
 def _phy_link(scn: Scenario, work: Path, tag: str, i: int) -> Link:
     name = f"p{i}"
-    if scn.family == "v2v":
+    if scn.family == "v2v" and scn.phy != "veth":
         return Link(name, "vhost", path=str(work / f"{tag}-{name}.sock"))
     if scn.phy == "memif":
         return Link(name, "memif", path=str(work / f"{tag}-{name}.memif"))

@@ -1,7 +1,12 @@
 """linux-bridge: the kernel's bridge between the switch's veth ends, in our own namespace.
 
-Only for p2p over veth: the generator's veth ends sit in its namespace, the switch's ends in
-the switch namespace the scenario made, where this adapter adds a bridge and enslaves them.
+The generator's veth ends sit in its namespace, the switch's ends in the switch namespace the
+scenario made, where this adapter adds a bridge and enslaves them. In p2p the generator's
+ends stand for NICs; in v2v (run as v2v/veth) for containers: a container on a Linux bridge
+(Docker's default network, LXC's veth type) has one end of a veth pair as its eth0 and the
+other enslaved to the bridge, which is exactly this wiring. Taps are what a VM's QEMU gets
+(and need vhost_net, absent here, to be fast); they would make the generator, not the
+container runtime, create the switch's ports, so they are not used.
 There is no process: the bridge forwards in softirq on whichever CPU sent the frame, so its
 rows come from interleaved trials with placement labels, and CPU time is per-CPU busy time.
 """
@@ -28,8 +33,9 @@ class LinuxBridge(Switch):
     name = "linux-bridge"
     modes = ("learn",)
     kernel = True
-    scenarios = ("p2p",)
+    scenarios = ("p2p", "v2v")
     phys = ("veth",)
+    v2v_veth = True
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
@@ -43,6 +49,11 @@ class LinuxBridge(Switch):
         if not Path("/sys/class/net").exists():
             return "no /sys/class/net: cannot make veths"
         return None
+
+    def unsupported(self, scenario: str, phy: str) -> str | None:
+        if scenario == "v2v" and phy != "veth":
+            return "linux-bridge has no vhost-user ports: v2v over containers' veths only"
+        return super().unsupported(scenario, phy)
 
     def start(self, topo: Topology) -> None:
         if topo.netns is None:
@@ -72,7 +83,10 @@ class LinuxBridge(Switch):
         return []
 
     def steering(self) -> str:
-        return "Linux bridge: MAC learning; unknown destinations flooded to the other port"
+        return ("Linux bridge: MAC learning; unknown destinations flooded to the other port. "
+                "Ports: veth ends (v2v: the containers' veth pairs, as Docker and LXC attach "
+                "a container to a bridge; the generator holds the containers' ends with "
+                "af_xdp or af_packet)")
 
     def stop(self) -> None:
         if self.netns is not None:
