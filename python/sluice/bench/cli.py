@@ -205,8 +205,9 @@ def make_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     ap = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, Linux "
-                    "bridge) in NFV scenarios on a small machine, by the published method: "
+        description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, OVS "
+                    "userspace without DPDK, Linux bridge) in NFV scenarios on a small "
+                    "machine, by the published method: "
                     "one sluice-gen loop as generator, sink and inline VNFs on one CPU, the "
                     "switch's forwarding thread alone on the other, ratios between userspace "
                     "switches from alternating windows. See docs/bench.md.",
@@ -223,8 +224,11 @@ def make_parser() -> argparse.ArgumentParser:
     add_common(run)
     run.add_argument("--switch", type=switch_keys, default=switch_keys(DEFAULT_SWITCHES),
                      help="comma-separated switches, NAME or NAME:MODE: sluice (patch, learn), "
-                          "testpmd (io), ovs-dpdk (normal, flows), linux-bridge (learn; p2p "
-                          f"veth only). A bare name runs every mode. (default {DEFAULT_SWITCHES})")
+                          "testpmd (io), ovs-dpdk (normal, flows), ovs-netdev (normal, flows "
+                          "with afxdp ports, normal-system, flows-system; veth only), "
+                          "linux-bridge (learn; veth only). In v2v the veth-only switches run "
+                          "over the containers' veth pairs (v2v/veth, kernel_path). A bare "
+                          f"name runs every mode. (default {DEFAULT_SWITCHES})")
     run.add_argument("--baseline", default="testpmd",
                      help="switch every other userspace switch is alternated against "
                           "(default testpmd; the first switch when it is absent)")
