@@ -164,3 +164,18 @@ def test_linux_bridge_v2v_over_the_containers_veths(tmp_path: Path) -> None:
     assert 0 < lb["rx_pps"] <= lb["tx_pps"] * 1.01, lb
     assert "containers' veth pairs" in lb["steering"]
     assert_cleaned_up(out)
+
+
+def test_linux_bridge_loopback_chains_veth_vnfs_through_one_bridge_per_segment(
+        tmp_path: Path) -> None:
+    """loopback-2 over veth: VNFs with two veth ports each, three bridges, frames through."""
+    out = tmp_path / "lbloop"
+    r = bench("run", "--scenario", "loopback-2", "--phy", "veth", "--switch", "linux-bridge",
+              "--sizes", "64", "--duration", "3", "--trials", "1", "--warmup", "0",
+              "--no-report", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    (x,) = rows(out)
+    assert x["vnf"] == "inline" and x["kernel_path"]
+    assert x["port_kind"] == "veth (kernel), VNFs on veths"
+    assert 0 < x["rx_pps"] <= x["tx_pps"] * 1.01, x
+    assert_cleaned_up(out)

@@ -71,7 +71,7 @@ def test_v2v_over_veth_gives_veth_links_in_the_switch_namespace(tmp_path: Path) 
     assert Scenario("v2v", "veth").label() == "v2v/veth uni"
 
 
-def test_ovs_netdev_declines_vhost_and_loopback_and_polls_only_with_afxdp(
+def test_ovs_netdev_declines_vhost_and_normal_loopback_and_polls_only_with_afxdp(
         tmp_path: Path) -> None:
     ctx = Context(work=tmp_path, tag="t", switch_cpu=1, ctl_cpu=0, repo=tmp_path)
     cls = ADAPTERS["ovs-netdev"]
@@ -80,8 +80,22 @@ def test_ovs_netdev_declines_vhost_and_loopback_and_polls_only_with_afxdp(
     assert afxdp.unsupported("v2v", "veth") is None
     assert "vhost-user" in (afxdp.unsupported("v2v", "") or "")
     assert "memif" in (afxdp.unsupported("p2p", "memif") or "")
-    assert afxdp.unsupported("loopback-1", "veth") is not None
+    assert afxdp.unsupported("loopback-1", "veth") is None
+    assert system.unsupported("loopback-1", "veth") is not None      # NORMAL
+    assert afxdp.unsupported("loopback-1", "memif") is not None
     assert [p.cpu for p in afxdp.pollers()] == [1]
     assert system.pollers() == []
     lb = ADAPTERS["linux-bridge"](ctx, "learn")
     assert lb.unsupported("v2v", "veth") is None and lb.unsupported("v2v", "") is not None
+
+
+def test_loopback_gives_veth_vnf_ports_to_switches_without_vhost_user(tmp_path: Path) -> None:
+    scn = Scenario("loopback-2", "veth")
+    kernel = topology(scn, tmp_path, "t1", "t1-sw", veth_vnfs=True)
+    assert [link.name for link in kernel.links] == ["p0", "v1a", "v1b", "v2a", "v2b", "p1"]
+    assert {link.kind for link in kernel.links} == {"veth"}
+    assert all(len(link.iface) <= 15 and len(link.peer) <= 15 for link in kernel.links)
+    assert kernel.pairs == ((0, 1), (2, 3), (4, 5))
+    user = topology(scn, tmp_path, "t1", "t1-sw")
+    assert [link.kind for link in user.links] == ["veth", "vhost", "vhost", "vhost", "vhost",
+                                                  "veth"]

@@ -93,11 +93,11 @@ def split_key(key: str) -> tuple[str, str]:
 
 def v2v_split(scn: Scenario, keys: Sequence[str]) -> list[tuple[Scenario, list[str]]]:
     """SCN with the KEYS that run in it. In v2v, switches without vhost-user ports
-    (`v2v_veth`) run apart, over the containers' veth pairs (v2v/veth, kernel_path): their
+    (`veth_only`) run apart, over the containers' veth pairs (v2v/veth, kernel_path): their
     rows are never compared with vhost-user ones."""
     if scn.family != "v2v" or scn.phy:
         return [(scn, list(keys))]
-    veth = [k for k in keys if ADAPTERS[split_key(k)[0]].v2v_veth]
+    veth = [k for k in keys if ADAPTERS[split_key(k)[0]].veth_only]
     rest = [k for k in keys if k not in veth]
     out = [(scn, rest)] if rest else []
     if veth:
@@ -188,7 +188,7 @@ class Runner:
             sw = cls(self._ctx(cls, f"{name}-{mode}-{next(self.letters)}"), mode)
             try:
                 ns = live.netns.create(f"{sw.ctx.tag}-sw") if live.netns else None
-                topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns)
+                topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns, veth_vnfs=cls.veth_only)
                 if live.netns:
                     live.netns.add_veths(topo)
                 sw.start(topo)

@@ -9,7 +9,9 @@
   namespace; the switch attaches with af_xdp, or af_packet where that fails; these rows are
   `kernel_path`, bounded by the kernel's veth path).
 - `loopback-N`: phy -> VNF1 -> ... -> VNFN -> phy, every hop through the switch; each VNF is
-  two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`).
+  two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`);
+  for switches without vhost-user (over `--phy veth` only) two veth pairs, as a container
+  VNF with two interfaces on two networks has.
 
 Links are listed pair by pair: the switch joins link 0 with 1, 2 with 3, and so on.
 """
@@ -80,13 +82,21 @@ def _phy_link(scn: Scenario, work: Path, tag: str, i: int) -> Link:
     return Link(name, "veth", iface=f"{tag}s{i}", peer=f"{tag}g{i}")
 
 
-def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None) -> Topology:
-    """The links of one switch (TAG makes its names unique) in scenario SCN."""
+def _vnf_link(work: Path, tag: str, v: int, side: str, veth: bool) -> Link:
+    name = f"v{v}{side}"
+    if veth:
+        return Link(name, "veth", iface=f"{tag}s{name}", peer=f"{tag}g{name}", role="vnf")
+    return Link(name, "vhost", path=str(work / f"{tag}-{name}.sock"), role="vnf")
+
+
+def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
+             veth_vnfs: bool = False) -> Topology:
+    """The links of one switch (TAG makes its names unique) in scenario SCN. VETH_VNFS: the
+    VNFs' ports are veth pairs (switches without vhost-user, on the veth stand-in only)."""
     links = [_phy_link(scn, work, tag, 0)]
     for v in range(1, scn.chain + 1):
         for side in "ab":
-            links.append(Link(f"v{v}{side}", "vhost", path=str(work / f"{tag}-v{v}{side}.sock"),
-                              role="vnf"))
+            links.append(_vnf_link(work, tag, v, side, veth_vnfs and scn.phy == "veth"))
     links.append(_phy_link(scn, work, tag, 1))
     pairs = tuple((i, i + 1) for i in range(0, len(links), 2))
     return Topology(tuple(links), pairs, netns if scn.phy == "veth" else None)

@@ -69,9 +69,10 @@ class Switch(ABC):
     scenarios: ClassVar[tuple[str, ...]] = ("v2v", "p2p", "loopback")
     phys: ClassVar[tuple[str, ...]] = ("memif", "veth")
     vhost_server: ClassVar[bool] = True    # False: the switch connects (vhost-user client)
-    # True: in v2v the switch's ports are the containers' veth pairs (a kernel-facing switch
-    # has no vhost-user); the runner gives it a v2v/veth scenario of its own, kernel_path.
-    v2v_veth: ClassVar[bool] = False
+    # True: the switch has no vhost-user ports (a kernel-facing switch). In v2v its ports are
+    # the containers' veth pairs (the runner gives it a v2v/veth scenario of its own,
+    # kernel_path); in loopback its VNF ports are veth pairs too.
+    veth_only: ClassVar[bool] = False
 
     def __init__(self, ctx: Context, mode: str) -> None:
         if mode not in self.modes:
