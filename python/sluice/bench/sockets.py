@@ -107,7 +107,7 @@ class BridgedPair:
         self.bridge = LinuxBridge(ctx, "learn")
 
     def _pair(self, i: int, ns: str, dev: str, ip: str) -> Link:
-        sw = f"{self.ns.tag}b{i}"
+        sw = f"{self.ns.tag}p{i}"
         run_ip("-n", self.br, "link", "add", sw, "type", "veth", "peer", "name", dev,
                "netns", ns)
         run_ip("-n", self.br, "link", "set", sw, "up")

@@ -63,7 +63,7 @@ class LinuxBridge(Switch):
             raise ValueError("linux-bridge needs veth links in a namespace")
         self.netns = topo.netns
         for k, (a, b) in enumerate(topo.pairs):
-            self._bridge(f"{self.ctx.tag}b{k}"[:15], topo.links[a].iface, topo.links[b].iface)
+            self._bridge(f"{self.ctx.tag}br{k}"[:15], topo.links[a].iface, topo.links[b].iface)
         self.topology = Topology(topo.links, topo.pairs, topo.netns, "kernel")
 
     def _bridge(self, name: str, *ports: str) -> None:
