@@ -169,6 +169,9 @@ class SocketsRun:
             except subprocess.TimeoutExpired:
                 procs.stop(proc, timeout=5)
                 raise RuntimeError(f"sluice-sockets overran (log {log})") from None
+            except BaseException:
+                procs.stop(proc, timeout=5)       # ^C or SIGTERM: never leave it running
+                raise
         after = os.times()
         if proc.returncode != 0:
             raise RuntimeError(f"sluice-sockets exited with {proc.returncode}: "
