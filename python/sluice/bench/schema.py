@@ -57,8 +57,8 @@ class Row:
     gen_cpu_s: float | None = None
     cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
     latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's, saturated
-    api: str = ""                  # endpoints other than sluice-gen's DPDK ports: the socket
-                                   # API of `sluice-bench sockets` ("udp sendmmsg/recvmmsg x32")
+    api: str = ""                  # `sluice-bench sockets` rows: the endpoints' socket API
+                                   # ("raw sendmmsg/recvmmsg, batch 32"); "" for sluice-gen
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
