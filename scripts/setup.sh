@@ -5,7 +5,7 @@
 #   scripts/setup.sh            packages, Python venv, hugepages
 #   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
 #   scripts/setup.sh --peers    also the peer switches and report tools of sluice-bench:
-#                               openvswitch-switch-dpdk
+#                               openvswitch-switch(-dpdk)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,9 +40,10 @@ debian_packages=(
 )
 # clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
 # in a test of `make test`.
-# sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK (a private ovsdb-server
-# and ovs-vswitchd-dpdk are started by the harness; no system service is used).
-peer_packages=(openvswitch-switch-dpdk)
+# sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK, and the plain build
+# whose userspace datapath is the ovs-netdev peer (a private ovsdb-server and ovs-vswitchd
+# are started by the harness; no system service is used).
+peer_packages=(openvswitch-switch openvswitch-switch-dpdk)
 
 missing_debian_packages() {
 	local p

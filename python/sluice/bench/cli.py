@@ -194,12 +194,96 @@ def add_common(p: argparse.ArgumentParser) -> None:
                         "expected length, and start nothing")
 
 
+def batches(text: str) -> tuple[int, ...]:
+    """Batch sizes from '1,32': 1 means send()/recv(), more sendmmsg()/recvmmsg()."""
+    try:
+        out = tuple(int(w) for w in csv(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad batch list {text!r}") from e
+    if not out or any(not 1 <= b <= 1024 for b in out):
+        raise argparse.ArgumentTypeError("batch sizes are 1..1024")
+    return out
+
+
+def apis(text: str) -> tuple[str, ...]:
+    """Socket APIs from 'udp,raw'."""
+    out = tuple(csv(text))
+    bad = [a for a in out if a not in ("udp", "raw")]
+    if not out or bad:
+        raise argparse.ArgumentTypeError(f"--api takes udp and/or raw, not {text!r}")
+    return out
+
+
+def add_sockets(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The `sockets` subcommand: the kernel socket baseline (docs/bench.md)."""
+    p = sub.add_parser(
+        "sockets", help="the kernel socket baseline: two namespaces on a Linux bridge",
+        description="The container benchmark framework's socket baseline: a sender and a "
+                    "receiver in two namespaces ('containers') joined by a Linux bridge over "
+                    "veths, exchanging fixed-size frames through UDP or raw (AF_PACKET) "
+                    "sockets, one frame a call (batch 1: send/recv) or a batch "
+                    "(sendmmsg/recvmmsg). One sluice-sockets process, sender thread on "
+                    "--tx-cpu, receiver on --rx-cpu. Rows (switch 'sockets', scenario "
+                    "v2v/veth, kernel_path) go to results.jsonl.")
+    p.add_argument("--api", type=apis, default=("udp", "raw"),
+                   help="comma-separated: udp and/or raw (default udp,raw)")
+    p.add_argument("--batch", type=batches, default=(1, 32),
+                   help="comma-separated batch sizes: 1 = send/recv, N > 1 = sendmmsg/"
+                        "recvmmsg of N (default 1,32)")
+    p.add_argument("--sizes", type=sizes, default=(64, 1500),
+                   help="frame sizes in bytes including the 4-byte FCS (default 64,1500)")
+    p.add_argument("--duration", type=float, default=10.0,
+                   help="seconds of sending per run (default 10)")
+    p.add_argument("--trials", type=int, default=2,
+                   help="runs per api, batch and size, round-robin (default 2)")
+    p.add_argument("--warmup", type=float, default=1.0,
+                   help="first seconds not counted (default 1)")
+    p.add_argument("--cooldown", type=float, default=0.0,
+                   help="last seconds not counted (default 0)")
+    p.add_argument("--tx-cpu", type=int, default=0, help="the sender thread's CPU (default 0)")
+    p.add_argument("--rx-cpu", type=int, default=1,
+                   help="the receiver thread's CPU (default 1)")
+    p.add_argument("--tool", type=Path, default=None,
+                   help="the sluice-sockets to use (default build/tools/sockets/sluice-sockets)")
+    p.add_argument("--placement-monitor", type=Path, default=None,
+                   help="the vCPU-placement monitor (default bin/sluice-placement)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results directory (default bench/results/<UTC timestamp>/)")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write report.md and report.html at the end")
+
+
+def run_sockets(args: argparse.Namespace) -> int:
+    """`sluice-bench sockets`."""
+    from sluice.bench.sockets import SocketSettings, SocketsRun
+    if args.duration - args.warmup - args.cooldown < 1:
+        print(f"{PROG}: --duration {args.duration} leaves under one counted second",
+              file=sys.stderr)
+        return 2
+    s = SocketSettings(apis=args.api, batches=args.batch, sizes=args.sizes,
+                       duration=args.duration, trials=args.trials, warmup=args.warmup,
+                       cooldown=args.cooldown, tx_cpu=args.tx_cpu, rx_cpu=args.rx_cpu,
+                       out=args.out or default_out(), repo=REPO, tool=args.tool,
+                       monitor=args.placement_monitor)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    rows = SocketsRun(s, print).run()
+    print(f"results: {s.out / 'results.jsonl'} ({len(rows)} rows), manifest: "
+          f"{s.out / 'manifest.json'}")
+    if not args.no_report and rows:
+        from sluice.bench import report
+        path = report.write(s.out)
+        print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0 if rows else 1
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     ap = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, Linux "
-                    "bridge) in NFV scenarios on a small machine, by the published method: "
+        description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, OVS "
+                    "userspace without DPDK, Linux bridge) in NFV scenarios on a small "
+                    "machine, by the published method: "
                     "one sluice-gen loop as generator, sink and inline VNFs on one CPU, the "
                     "switch's forwarding thread alone on the other, ratios between userspace "
                     "switches from alternating windows. See docs/bench.md.",
@@ -208,6 +292,7 @@ def make_parser() -> argparse.ArgumentParser:
                "  sluice-bench run --matrix default --duration 2\n"
                "  sluice-bench compare testpmd testpmd --duration 20\n"
                "  sluice-bench sweep --param chain --values 1,2,3 --switch sluice:patch\n"
+               "  sluice-bench sockets --api udp,raw --batch 1,32 --sizes 64 --duration 10\n"
                "  sluice-bench report bench/results/20261122T174500Z\n")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run a matrix of scenarios, switches and sizes",
@@ -216,8 +301,11 @@ def make_parser() -> argparse.ArgumentParser:
     add_common(run)
     run.add_argument("--switch", type=switch_keys, default=switch_keys(DEFAULT_SWITCHES),
                      help="comma-separated switches, NAME or NAME:MODE: sluice (patch, learn), "
-                          "testpmd (io), ovs-dpdk (normal, flows), linux-bridge (learn; p2p "
-                          f"veth only). A bare name runs every mode. (default {DEFAULT_SWITCHES})")
+                          "testpmd (io), ovs-dpdk (normal, flows), ovs-netdev (normal, flows "
+                          "with afxdp ports, normal-system, flows-system; veth only), "
+                          "linux-bridge (learn; veth only). In v2v the veth-only switches run "
+                          "over the containers' veth pairs (v2v/veth, kernel_path). A bare "
+                          f"name runs every mode. (default {DEFAULT_SWITCHES})")
     run.add_argument("--baseline", default="testpmd",
                      help="switch every other userspace switch is alternated against "
                           "(default testpmd; the first switch when it is absent)")
@@ -278,6 +366,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("a", help="switch A, e.g. sluice:patch")
     cmp_.add_argument("b", help="switch B (the baseline), e.g. testpmd")
     add_common(cmp_)
+    add_sockets(sub)
     rep = sub.add_parser("report", help="write report.md and report.html for a results dir",
                          description="Read DIR/results.jsonl and DIR/manifest.json; write "
                                      "DIR/report.md, DIR/report.html and figures.")
@@ -411,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "ndr":
         return run_ndr(args)
+    if args.command == "sockets":
+        return run_sockets(args)
     if args.command == "compare":
         keys, baseline = compare_keys(args)
         args.trials = max(args.trials, 2)

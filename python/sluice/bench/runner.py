@@ -13,6 +13,7 @@ then the latency trials, whose loads are fractions of the R+ the throughput tria
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import shutil
@@ -124,6 +125,20 @@ def split_key(key: str) -> tuple[str, str]:
     return name, mode.split("#")[0]
 
 
+def v2v_split(scn: Scenario, keys: Sequence[str]) -> list[tuple[Scenario, list[str]]]:
+    """SCN with the KEYS that run in it. In v2v, switches without vhost-user ports
+    (`veth_only`) run apart, over the containers' veth pairs (v2v/veth, kernel_path): their
+    rows are never compared with vhost-user ones."""
+    if scn.family != "v2v" or scn.phy:
+        return [(scn, list(keys))]
+    veth = [k for k in keys if ADAPTERS[split_key(k)[0]].veth_only]
+    rest = [k for k in keys if k not in veth]
+    out = [(scn, rest)] if rest else []
+    if veth:
+        out.append((dataclasses.replace(scn, phy="veth"), veth))
+    return out
+
+
 class Runner:
     """Runs the SETTINGS' plan, reporting progress to PROGRESS(seconds_done, what)."""
 
@@ -149,10 +164,11 @@ class Runner:
         self.grow: Callable[[float], None] = lambda _s: None   # the ETA's total grows
 
     # -- plan ---------------------------------------------------------------------------
-    def usable_keys(self, scn: Scenario) -> list[str]:
-        """The switch keys that can run SCN here; the others are recorded as skipped."""
+    def usable_keys(self, scn: Scenario, wanted: Sequence[str]) -> list[str]:
+        """The switch keys of WANTED that can run SCN here; the others are recorded as
+        skipped."""
         keys = []
-        for key in self.s.switches:
+        for key in wanted:
             name, mode = split_key(key)
             cls = ADAPTERS[name]
             why = cls.available(self.s.repo)
@@ -174,38 +190,42 @@ class Runner:
         """Per scenario: the switches that run and their trials (throughput first, then
         latency); the v2v round trip of --latency fixed:RATE is a scenario of its own."""
         out = []
-        for scn, sizes in self.s.units:
-            if scn.chain and not gen.has_inline_vnfs(self.gen):
-                self.skip("*", scn, "this sluice-gen has no --vnf-in (inline VNFs come with "
+        for unit, sizes in self.s.units:
+            if unit.chain and not gen.has_inline_vnfs(self.gen):
+                self.skip("*", unit, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
-            keys = self.usable_keys(scn)
-            if not keys:
-                continue
-            kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
-            specs = trials_for(scn, sizes, keys, kernel, self.s.trials, self.s.baseline)
-            anywhere = "*" in self.s.latency_scenarios
-            if ("loads" in self.s.latency and (has_load_latency(scn) or anywhere)
-                    and (anywhere or scn.family in (self.s.latency_scenarios
-                                                    or (scn.family,)))):
-                lat_sizes = [z for z in sizes if z in self.s.latency_sizes]
-                specs += latency_for(scn, lat_sizes, keys, self.s.loads,
-                                     trials=self.s.latency_trials)
-            if self.s.fixed_any_scenario:
-                specs += [sp for rate in self.s.fixed_rates
-                          for sp in latency_for(scn, sizes, keys, (), rate,
-                                                self.s.latency_trials)]
-            out.append((scn, keys, specs))
+            for scn, wanted in v2v_split(unit, self.s.switches):
+                keys = self.usable_keys(scn, wanted)
+                if keys:
+                    out.append(self.plan_unit(scn, keys, sizes))
         has_v2v = any(scn.family == "v2v" for scn, _ in self.s.units)
         if not self.s.fixed_any_scenario and self.s.fixed_rates and has_v2v:
             rtt = round_trip()
-            keys = self.usable_keys(rtt)
+            keys = self.usable_keys(rtt, [k for k in self.s.switches
+                                          if not ADAPTERS[split_key(k)[0]].veth_only])
             specs = [sp for rate in self.s.fixed_rates
                      for sp in latency_for(rtt, self.s.latency_sizes, keys, (), rate,
                                            self.s.latency_trials)]
             if keys and specs:
                 out.append((rtt, keys, specs))
         return out
+
+    def plan_unit(self, scn: Scenario, keys: list[str], sizes: tuple[int, ...]
+                  ) -> tuple[Scenario, list[str], list[TrialSpec]]:
+        """The trials of KEYS in SCN."""
+        kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
+        specs = trials_for(scn, sizes, keys, kernel, self.s.trials, self.s.baseline)
+        anywhere = "*" in self.s.latency_scenarios
+        if ("loads" in self.s.latency and (has_load_latency(scn) or anywhere)
+                and (anywhere or scn.family in (self.s.latency_scenarios or (scn.family,)))):
+            lat_sizes = [z for z in sizes if z in self.s.latency_sizes]
+            specs += latency_for(scn, lat_sizes, keys, self.s.loads,
+                                 trials=self.s.latency_trials)
+        if self.s.fixed_any_scenario:
+            specs += [sp for rate in self.s.fixed_rates
+                      for sp in latency_for(scn, sizes, keys, (), rate, self.s.latency_trials)]
+        return (scn, keys, specs)
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
         """Expected length of PLAN."""
@@ -231,7 +251,7 @@ class Runner:
             sw = cls(self._ctx(cls, f"{name}-{mode}-{next(self.letters)}"), mode)
             try:
                 ns = live.netns.create(f"{sw.ctx.tag}-sw") if live.netns else None
-                topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns)
+                topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns, veth_vnfs=cls.veth_only)
                 if live.netns:
                     live.netns.add_veths(topo)
                 sw.start(topo)
