@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from gen_helpers import GEN, assert_no_hugepage_files, gen_cmd, memif_pair, run_gen
 
-from conftest import stop_process, wait_for
+from conftest import Daemon, stop_process, wait_for
 
 # What the loop cannot reach: every pass then sends a whole burst.
 FLOOD = ["--rate", "100Mpps", "--burst", "512"]
@@ -227,3 +227,23 @@ def test_bad_csv_names_the_line(workdir: Path) -> None:
                        capture_output=True, text=True, timeout=10)
     assert r.returncode == 2
     assert f"{csv}:2: size '70000'" in r.stderr, r.stderr
+
+
+def test_ping_through_the_switch(daemon: Daemon, workdir: Path) -> None:
+    """The echo set-up of the container study: ping and reflector on a switch's two
+    vhost-user ports (patched), served here by one loop; every frame comes back."""
+    daemon.call("add-switch", name="br0")
+    for p in ("ping", "echo"):
+        daemon.call("add-port", switch="br0", name=p,
+                    spec=f"vhost-user:server,path={workdir}/{p}.sock")
+    daemon.call("patch", switch="br0", port1="ping", port2="echo")
+    res, _ = run_gen(workdir, ["--role", "ping", "--burst", "16", "--size", "512",
+                               "--port", f"virtio-user:path={workdir}/ping.sock",
+                               "--reflect", f"virtio-user:path={workdir}/echo.sock",
+                               "--duration", "1.5", "--warmup", "0.2"])
+    assert res["rtt_ns"]["count"] == res["rx_packets"] == res["tx_packets"] > 1000, res
+    assert res["lost"] == 0 and res["foreign"] == 0
+    assert res["rx_sizes"] == {"512": res["rx_packets"]}
+    stats = daemon.port_stats("br0")
+    assert stats["ping"]["rx_packets"] >= res["tx_packets"]
+    assert stats["echo"]["rx_packets"] >= res["tx_packets"]
