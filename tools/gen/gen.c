@@ -1574,6 +1574,23 @@ static void wait_for_links(void)
 		rte_delay_ms((unsigned int)((0.5 - (now_s() - start)) * 1000));
 }
 
+/*
+ * Ends the process without exit(): its stdio clean-up flushes DPDK's log stream (which
+ * writes to syslog) while memif's interrupt thread may be logging a late disconnect error
+ * ("EAL: Error: Invalid memory"); glibc's syslog and stream-list locks, taken in opposite
+ * orders by the two threads, then deadlock and the process hangs for ever (seen here, with
+ * both ends of a memif link in one process). So: our own streams flushed, the --alternate
+ * guard released (its atexit handler), then _exit().
+ */
+static _Noreturn void finish(const struct gen *g, int rc)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (g->alternating)
+		alt_release();
+	_exit(rc);
+}
+
 static void catch_signals(void)
 {
 	signal(SIGINT, on_signal);
@@ -1618,5 +1635,5 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	teardown();
-	return rc;
+	finish(&g, rc);
 }
