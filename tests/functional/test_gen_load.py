@@ -121,7 +121,7 @@ def test_burst_paces_per_burst(workdir: Path) -> None:
                                "--burst", "100", "--duration", "1", "--json"])
     assert res["burst"] == 100
     assert res["tx_packets"] % 100 == 0
-    assert res["tx_packets"] == pytest.approx(100_000, rel=0.02)
+    assert res["tx_packets"] == pytest.approx(100_000, rel=0.05)
     seconds = [json.loads(line) for line in r.stdout.splitlines()
                if line.startswith("{") and "monotonic_s" in line]
     assert seconds and all(s["load"] == "open" and "offered_pps" in s and
@@ -202,7 +202,8 @@ def test_touch_on_a_reflector(workdir: Path) -> None:
                                "--reflect", memif(workdir, "r", "server"), "--size", "64",
                                "--duration", "0.5"])
     # The reflector and the ping port both read what they receive.
-    assert res["touch"]["frames"] == res["reflect"]["sent"] + res["rx_packets"]
+    reflected = res["reflect"]["sent"] + res["reflect"]["refused"]
+    assert res["touch"]["frames"] == reflected + res["rx_packets"]
     assert res["touch"]["bytes"] == 60 * res["touch"]["frames"]
 
 
