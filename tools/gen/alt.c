@@ -72,9 +72,16 @@ static void release_guard(void)
 	alt_resume_all();
 	if (watchdog_fd >= 0)
 		close(watchdog_fd);
+	watchdog_fd = -1;
 	if (watchdog_pid > 0)
 		while (waitpid(watchdog_pid, NULL, 0) < 0 && errno == EINTR)
 			;
+	watchdog_pid = 0;
+}
+
+void alt_release(void)
+{
+	release_guard();
 }
 
 int alt_guard(struct alt *a)

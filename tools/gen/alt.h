@@ -54,6 +54,8 @@ struct alt {
 int alt_guard(struct alt *a);
 /* SIGCONTs both switches; async-signal-safe. */
 void alt_resume_all(void);
+/* What a normal exit does (atexit): resume both, end and reap the watchdog. Idempotent. */
+void alt_release(void);
 
 /* Opens window 0 at monotonic time NOW_S (TSC NOW_TSC). */
 void alt_start(struct alt *a, double now_s, uint64_t now_tsc);

@@ -32,6 +32,7 @@
 
 #include "alt.h"
 #include "hist.h"
+#include "load.h"
 #include "portspec.h"
 #include "sluice_version.h"
 #include "traffic.h"
@@ -40,13 +41,14 @@
 #define GEN_MAX_PORTS 8
 #define GEN_MAX_STREAMS 8
 #define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
-#define GEN_BURST 32
+#define GEN_BURST 32                /* receive bursts; and --burst's default */
+#define GEN_MAX_BURST 512           /* --burst */
 #define GEN_RING 1024
 #define SEEN_BITS 4096              /* how far back duplicates are recognised */
-#define L1_OVERHEAD 20              /* preamble, start delimiter and inter-frame gap */
+#define L1_OVERHEAD LOAD_L1_OVERHEAD
 
-enum role { ROLE_TXRX, ROLE_TX, ROLE_RX, ROLE_REFLECT };
-static const char *const role_names[] = { "txrx", "tx", "rx", "reflect" };
+enum role { ROLE_TXRX, ROLE_TX, ROLE_RX, ROLE_REFLECT, ROLE_PING };
+static const char *const role_names[] = { "txrx", "tx", "rx", "reflect", "ping" };
 
 struct opts {
 	const char *specs[GEN_MAX_PORTS];
@@ -61,9 +63,12 @@ struct opts {
 	uint8_t dst_mac[GEN_MAX_STREAMS][6];
 	unsigned int n_dst_mac;
 	enum role role;
-	const char *size_arg, *rate_arg, *vary_arg;
+	const char *size_arg, *rate_arg, *vary_arg, *load_arg;
 	struct traffic traffic;
 	double rate_pps;             /* per sending stream; 0: as fast as the port takes */
+	enum load_mode load;         /* --load; default closed with --rate max, else open */
+	uint16_t burst;              /* --burst: frames per transmit burst */
+	bool touch;                  /* --touch: the receiver reads every byte */
 	double duration, warmup, cooldown;
 	bool bidir, json;
 	int cpu;
@@ -77,7 +82,11 @@ struct sender {                  /* one generated stream: a port to send on */
 	uint8_t id;
 	uint16_t tx;
 	uint64_t next_seq, next_tsc;
-	uint64_t tx_packets, tx_measured, tx_bytes_measured, not_accepted;
+	struct load_tally all, measured;   /* the whole run; the measured interval */
+	/* The burst being sent: pending[head..n) not yet taken (closed loop retries them). */
+	struct rte_mbuf *pending[GEN_MAX_BURST];
+	uint16_t pending_size[GEN_MAX_BURST];  /* frame bytes with FCS */
+	uint16_t head, n;
 	bool set_addrs;              /* --dst-mac: these addresses (dst, then the port's MAC) */
 	uint8_t addrs[VNF_ETH_ADDRS];
 };
@@ -103,6 +112,8 @@ struct gen {
 	struct sink sinks[GEN_MAX_SINKS];
 	struct hist latency;
 	uint64_t reflected, reflect_dropped, foreign;
+	uint64_t touch_sum, touch_bytes, touch_frames;   /* --touch */
+	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];      /* measured frames, FCS included */
 	uint64_t stray;              /* frames that came back on a sending port (txrx) */
 	uint64_t passes, idle_passes;
 	uint64_t passes_measured, idle_measured;   /* inside the measured interval */
@@ -147,6 +158,8 @@ static void usage(FILE *f)
 "                     and receives on it (round trip through a reflector)\n"
 "                     tx: every port sends; rx: every port receives;\n"
 "                     reflect: every port sends back what it receives, MACs/IPs/ports swapped\n"
+"                     ping: every port sends timestamped bursts (--burst, --rate 1000pps by\n"
+"                     default) and receives them back from a reflector: round-trip times\n"
 "  --bidir            txrx both ways (1 to 0 as well)\n"
 "  --reflect SPEC     a further port that reflects, served by the same loop as the\n"
 "                     role's ports (repeatable)\n"
@@ -159,10 +172,18 @@ static void usage(FILE *f)
 "                     keeps 02:00:02:...); its source is then the sending port's MAC\n"
 "  --vnf-dst-mac M    destination MAC for the k-th VNF (k-th use): M for frames leaving\n"
 "                     its out port, M1,M2 for leaving out, then in; l2fwd: the default\n"
-"  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518, or\n"
-"                     imix (64:570:1518 at 7:4:1); default 64\n"
-"  --rate R           per sending port: max (default), 1Mpps, 500kpps, 250000, 1.5M,\n"
-"                     2Gbps (L1: frame + 20 B of preamble and gap), 2Gbps-l2 (frame only)\n"
+"  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518,\n"
+"                     imix (64:570:1518 at 7:4:1), or csv:FILE (lines size,weight; # for\n"
+"                     comments); default 64\n"
+"  --rate R           per sending port: max (default; ping: 1000pps), 1Mpps, 500kpps,\n"
+"                     250000, 1.5M, 2Gbps (L1: frame + 20 B of preamble and gap),\n"
+"                     2Gbps-l2 (frame only)\n"
+"  --load L           closed (default with --rate max): what a port refuses is sent again,\n"
+"                     offered = accepted; open (default with a numeric rate): sent at the\n"
+"                     rate disregarding drops, what a port refuses is freed and counted as\n"
+"                     not_accepted\n"
+"  --burst N          frames per transmit burst, 1..512 (32); pacing is per burst\n"
+"  --touch            the receiver reads every byte of every frame (a checksum, reported)\n"
 "  --flows N          distinct flows, 1..1000000 (1)\n"
 "  --vary FIELDS      what differs between flows: mac,ip,port (ip,port)\n"
 "  --duration S       seconds of sending (10)\n"
@@ -237,6 +258,20 @@ static int parse_rate(const char *s, const struct traffic *t, double *pps)
 	return 0;
 }
 
+/* --load, or its default: closed at --rate max, open at a numeric rate. */
+static int parse_load(struct opts *o)
+{
+	if (o->load_arg == NULL)
+		o->load = o->rate_pps > 0 ? LOAD_OPEN : LOAD_CLOSED;
+	else if (strcmp(o->load_arg, "open") == 0)
+		o->load = LOAD_OPEN;
+	else if (strcmp(o->load_arg, "closed") == 0)
+		o->load = LOAD_CLOSED;
+	else
+		return bad("load", "open or closed");
+	return 0;
+}
+
 static int parse_role(const char *s, enum role *r)
 {
 	unsigned int i;
@@ -246,7 +281,7 @@ static int parse_role(const char *s, enum role *r)
 			*r = (enum role)i;
 			return 0;
 		}
-	return bad("role", "txrx, tx, rx or reflect");
+	return bad("role", "txrx, tx, rx, reflect or ping");
 }
 
 /* How many streams the role sends (plan_streams makes them). */
@@ -254,7 +289,8 @@ static unsigned int n_streams(const struct opts *o)
 {
 	switch (o->role) {
 	case ROLE_TXRX: return o->n_ports <= 1 ? o->n_ports : o->n_ports / 2 * (o->bidir ? 2 : 1);
-	case ROLE_TX: return o->n_ports;
+	case ROLE_TX:
+	case ROLE_PING: return o->n_ports;
 	default: return 0;
 	}
 }
@@ -300,7 +336,9 @@ static int check_options(struct opts *o)
 		fprintf(stderr, "sluice-gen: %s\n", err);
 		return -1;
 	}
-	if (parse_rate(o->rate_arg, &o->traffic, &o->rate_pps) != 0)
+	if (o->rate_arg == NULL)
+		o->rate_arg = o->role == ROLE_PING ? "1000pps" : "max";
+	if (parse_rate(o->rate_arg, &o->traffic, &o->rate_pps) != 0 || parse_load(o) != 0)
 		return -1;
 	if (o->role == ROLE_TXRX && o->n_ports > 1 && o->n_ports % 2 != 0)
 		return bad("port", "txrx takes ports in pairs (or a single port)");
@@ -376,6 +414,13 @@ static int parse_one(struct opts *o, int c, const char *v)
 	case 'M': return add_vnf_dst(o, v);
 	case 'D': return add_dst_mac(o, v);
 	case 's': o->size_arg = v; return 0;
+	case 'G': o->load_arg = v; return 0;
+	case 'B':
+		if (parse_long("burst", v, 1, GEN_MAX_BURST, &n) != 0)
+			return -1;
+		o->burst = (uint16_t)n;
+		return 0;
+	case 'T': o->touch = true; return 0;
 	case 'R': o->rate_arg = v; return 0;
 	case 'f':
 		if (parse_long("flows", v, 1, 1000000, &n) != 0)
@@ -415,7 +460,8 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "port", 1, NULL, 'p' }, { "role", 1, NULL, 'r' }, { "size", 1, NULL, 's' },
 		{ "reflect", 1, NULL, 'X' }, { "vnf-in", 1, NULL, 'I' },
 		{ "vnf-out", 1, NULL, 'O' }, { "vnf-dst-mac", 1, NULL, 'M' },
-		{ "dst-mac", 1, NULL, 'D' },
+		{ "dst-mac", 1, NULL, 'D' }, { "load", 1, NULL, 'G' }, { "burst", 1, NULL, 'B' },
+		{ "touch", 0, NULL, 'T' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
 		{ "cooldown", 1, NULL, 'C' }, { "bidir", 0, NULL, 'b' },
@@ -550,6 +596,12 @@ static void plan_streams(struct gen *g)
 		for (i = 0; i < o->n_ports; i++)
 			add_sender(g, g->ports[i]);
 		break;
+	case ROLE_PING:
+		for (i = 0; i < o->n_ports; i++) {
+			add_sender(g, g->ports[i]);
+			add_sink_port(g, g->ports[i]);
+		}
+		break;
 	case ROLE_RX:
 	case ROLE_REFLECT:
 		for (i = 0; i < o->n_ports; i++)
@@ -565,8 +617,9 @@ static bool in_measurement(const struct gen *g, uint64_t tsc)
 	return tsc >= g->t_measure_start && tsc < g->t_measure_end;
 }
 
-static void fill_frame(const struct gen *g, struct sender *s, struct rte_mbuf *m, uint64_t seq,
-		       uint64_t tsc, uint8_t flags, uint64_t *bytes)
+/* Writes frame SEQ of sender S into M; its size with FCS. */
+static uint16_t fill_frame(const struct gen *g, const struct sender *s, struct rte_mbuf *m,
+			   uint64_t seq, uint64_t tsc, uint8_t flags)
 {
 	const struct traffic *t = &g->o.traffic;
 	uint16_t size = g->fixed_headers ? g->fixed_size : traffic_size(t, seq);
@@ -587,49 +640,104 @@ static void fill_frame(const struct gen *g, struct sender *s, struct rte_mbuf *m
 	pl->tsc = tsc;
 	m->data_len = len;
 	m->pkt_len = len;
-	*bytes += size;
+	return size;
 }
 
-/* Sends one burst on S, paced to --rate; frames the port refuses are freed and counted. */
+/*
+ * Is a new burst due on S at TSC? Pacing is per burst of --burst frames; a loop that fell
+ * more than 100 ms behind (its CPU was taken away) starts afresh rather than send a long
+ * burst to catch up, and the shortfall shows in offered_pps.
+ */
+static bool burst_due(const struct gen *g, struct sender *s, uint64_t tsc)
+{
+	if (g->o.rate_pps <= 0)
+		return true;
+	if (tsc < s->next_tsc)
+		return false;
+	s->next_tsc += (uint64_t)((double)g->hz * g->o.burst / g->o.rate_pps);
+	if (s->next_tsc + g->hz / 10 < tsc)
+		s->next_tsc = tsc;
+	return true;
+}
+
+/* A new burst of --burst frames in S's pending slots; false when the pool is empty. */
+static bool make_burst(const struct gen *g, struct sender *s, uint64_t tsc, uint8_t flags)
+{
+	uint16_t i, n = g->o.burst;
+
+	if (rte_pktmbuf_alloc_bulk(g->pool, s->pending, n) != 0)
+		return false;
+	for (i = 0; i < n; i++)
+		s->pending_size[i] = fill_frame(g, s, s->pending[i], s->next_seq + i, tsc, flags);
+	s->head = 0;
+	s->n = n;
+	return true;
+}
+
+/* Closed loop: frames offered again carry the time and measured flag of this attempt. */
+static void restamp(struct sender *s, uint64_t tsc, uint8_t flags)
+{
+	uint16_t i;
+
+	for (i = s->head; i < s->n; i++) {
+		struct traffic_payload *pl = rte_pktmbuf_mtod_offset(s->pending[i],
+			struct traffic_payload *, TRAFFIC_HDR_LEN);
+
+		pl->tsc = tsc;
+		pl->flags = flags;
+	}
+}
+
+/*
+ * Gives S's pending frames to the port. Open loop: what it refuses is freed, never sent
+ * again, and counted as not accepted. Closed loop: it stays pending for the next pass.
+ * Sequence numbers go to accepted frames only, so a refusal is never a gap at the sink.
+ */
+static uint16_t transmit(const struct gen *g, struct sender *s, uint8_t flags)
+{
+	uint16_t tried = (uint16_t)(s->n - s->head), sent, i;
+	uint64_t bytes = 0;
+
+	sent = rte_eth_tx_burst(s->tx, 0, &s->pending[s->head], tried);
+	for (i = 0; i < sent; i++)
+		bytes += s->pending_size[s->head + i];
+	load_tally_burst(&s->all, g->o.load, tried, sent, bytes);
+	if (flags)
+		load_tally_burst(&s->measured, g->o.load, tried, sent, bytes);
+	s->next_seq += sent;
+	s->head = (uint16_t)(s->head + sent);
+	if (g->o.load == LOAD_OPEN && s->head < s->n) {
+		rte_pktmbuf_free_bulk(&s->pending[s->head], s->n - s->head);
+		s->head = s->n;
+	}
+	if (s->head == s->n)
+		s->head = s->n = 0;
+	return sent;
+}
+
+/* One pass's sending on S: a closed loop's leftovers first, else a new burst when due. */
 static uint16_t send_burst(struct gen *g, struct sender *s, uint64_t tsc)
 {
-	struct rte_mbuf *m[GEN_BURST];
 	uint8_t flags = in_measurement(g, tsc) ? TRAFFIC_MEASURED : 0;
-	uint64_t bytes[GEN_BURST], total = 0;
-	uint16_t i, sent;
 
 	/* The loop reads the clock only now and then; no frame leaves after --duration. */
 	if (tsc >= g->t_stop)
 		return 0;
-	if (g->o.rate_pps > 0) {
-		if (tsc < s->next_tsc)
-			return 0;
-		s->next_tsc += (uint64_t)((double)g->hz * GEN_BURST / g->o.rate_pps);
-		/* Behind by more than 100 ms (the CPU was taken away): start afresh rather
-		 * than send a long burst; the shortfall shows in offered_pps. */
-		if (s->next_tsc + g->hz / 10 < tsc)
-			s->next_tsc = tsc;
+	if (s->n > s->head) {
+		restamp(s, tsc, flags);
+		return transmit(g, s, flags);
 	}
-	if (rte_pktmbuf_alloc_bulk(g->pool, m, GEN_BURST) != 0)
+	if (!burst_due(g, s, tsc) || !make_burst(g, s, tsc, flags))
 		return 0;
-	for (i = 0; i < GEN_BURST; i++) {
-		bytes[i] = 0;
-		fill_frame(g, s, m[i], s->next_seq + i, tsc, flags, &bytes[i]);
-	}
-	sent = rte_eth_tx_burst(s->tx, 0, m, GEN_BURST);
-	if (sent < GEN_BURST)
-		rte_pktmbuf_free_bulk(&m[sent], GEN_BURST - sent);
-	/* Closed loop: what the port refused is not sent again, and not numbered. */
-	for (i = 0; i < sent; i++)
-		total += bytes[i];
-	s->next_seq += sent;
-	s->tx_packets += sent;
-	s->not_accepted += GEN_BURST - sent;
-	if (flags) {
-		s->tx_measured += sent;
-		s->tx_bytes_measured += total;
-	}
-	return sent;
+	return transmit(g, s, flags);
+}
+
+/* Frames a closed loop still held when sending stopped: never sent, so never counted. */
+static void drop_pending(struct sender *s)
+{
+	if (s->n > s->head)
+		rte_pktmbuf_free_bulk(&s->pending[s->head], s->n - s->head);
+	s->head = s->n = 0;
 }
 
 /* ---- receiving ---- */
@@ -697,11 +805,27 @@ static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
 	if (pl->flags & TRAFFIC_MEASURED) {
 		k->rx_measured++;
 		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
+		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
 		/* One-way when sender and sink share the host's TSC (same process or host). */
 		if (now_tsc > pl->tsc)
 			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
 							    g->ns_per_tsc));
 	}
+}
+
+/* --touch: every byte of every segment read into the checksum, as an application would. */
+static void touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n)
+{
+	const struct rte_mbuf *seg;
+	uint16_t i;
+
+	for (i = 0; i < n; i++)
+		for (seg = m[i]; seg != NULL; seg = seg->next) {
+			g->touch_sum += load_touch(rte_pktmbuf_mtod(seg, const uint8_t *),
+						   seg->data_len);
+			g->touch_bytes += seg->data_len;
+		}
+	g->touch_frames += n;
 }
 
 static uint16_t sink_burst(struct gen *g, uint16_t port)
@@ -713,6 +837,8 @@ static uint16_t sink_burst(struct gen *g, uint16_t port)
 	if (n == 0)
 		return 0;
 	tsc = rte_rdtsc();
+	if (g->o.touch)
+		touch_frames(g, m, n);
 	for (i = 0; i < n; i++)
 		sink_frame(g, m[i], tsc);
 	rte_pktmbuf_free_bulk(m, n);
@@ -751,6 +877,8 @@ static uint16_t reflect_burst(struct gen *g, uint16_t port)
 
 	if (n == 0)
 		return 0;
+	if (g->o.touch)
+		touch_frames(g, m, n);
 	for (i = 0; i < n; i++)
 		swap_addresses(m[i]);
 	sent = rte_eth_tx_burst(port, 0, m, n);
@@ -783,13 +911,14 @@ static uint64_t sum_sinks(const struct gen *g, size_t offset)
 	return n;
 }
 
-#define TX_ALL(g) sum_senders(g, offsetof(struct sender, tx_packets))
+#define TX_ALL(g) sum_senders(g, offsetof(struct sender, all.accepted))
+#define OFFERED_ALL(g) sum_senders(g, offsetof(struct sender, all.offered))
 #define RX_ALL(g) (sum_sinks(g, offsetof(struct sink, rx_packets)) + (g)->reflected)
 
 /* The per-second line: rates over the last interval, counts so far. */
 struct second {
 	double t;
-	uint64_t tx, rx, passes, idle;
+	uint64_t tx, rx, passes, idle, offered;
 };
 
 /* The VNFs' counters so far, as a field of the per-second JSON record. */
@@ -810,8 +939,9 @@ static void print_vnf_counts(const struct gen *g)
 
 static void print_second(const struct gen *g, struct second *last, double t)
 {
-	struct second now = { t, TX_ALL(g), RX_ALL(g), g->passes, g->idle_passes };
+	struct second now = { t, TX_ALL(g), RX_ALL(g), g->passes, g->idle_passes, OFFERED_ALL(g) };
 	double dt = t - last->t, tx_pps = (double)(now.tx - last->tx) / dt;
+	double offered_pps = (double)(now.offered - last->offered) / dt;
 	double rx_pps = (double)(now.rx - last->rx) / dt;
 	double idle = now.passes > last->passes ? (double)(now.idle - last->idle) /
 						   (double)(now.passes - last->passes) : 0.0;
@@ -823,6 +953,10 @@ static void print_second(const struct gen *g, struct second *last, double t)
 		       "\"tx_packets\": %" PRIu64 ", \"rx_packets\": %" PRIu64 ", \"gap_lost\": %"
 		       PRIu64 ", \"idle_fraction\": %.4f, \"passes_per_s\": %.0f", t, t - g->start_s,
 		       tx_pps, rx_pps, now.tx, now.rx, gaps, idle, passes_per_s);
+		printf(", \"load\": \"%s\", \"offered_pps\": %.0f, \"accepted_pps\": %.0f, "
+		       "\"not_accepted\": %" PRIu64 ", \"retried\": %" PRIu64, load_name(g->o.load),
+		       offered_pps, tx_pps, sum_senders(g, offsetof(struct sender, all.not_accepted)),
+		       sum_senders(g, offsetof(struct sender, all.retried)));
 		print_vnf_counts(g);
 		printf("}\n");
 	} else {
@@ -882,7 +1016,7 @@ static uint64_t one_pass(struct gen *g, int only_sender, uint64_t tsc)
 
 static void step_alternation(struct gen *g, double t)
 {
-	uint64_t tx_of[2] = { g->senders[0].tx_packets, g->senders[1].tx_packets };
+	uint64_t tx_of[2] = { g->senders[0].all.accepted, g->senders[1].all.accepted };
 
 	alt_step(&g->alt, t, rte_rdtsc(), tx_of);
 }
@@ -930,9 +1064,12 @@ static void run_loop(struct gen *g)
 static void drain(struct gen *g)
 {
 	double until = now_s() + 0.2;
+	unsigned int i;
 
 	if (g->alternating)
 		alt_resume_all();
+	for (i = 0; i < g->n_senders; i++)
+		drop_pending(&g->senders[i]);
 	while (now_s() < until) {
 		receive_pass(g, rte_rdtsc());
 		drain_senders(g);
@@ -963,10 +1100,10 @@ static uint64_t stream_lost(const struct gen *g, unsigned int id)
 	const struct sink *k = &g->sinks[id];
 	uint64_t got;
 
-	if (g->o.role != ROLE_TXRX || id >= g->n_senders)
+	if ((g->o.role != ROLE_TXRX && g->o.role != ROLE_PING) || id >= g->n_senders)
 		return k->gap_lost;
 	got = k->rx_measured - RTE_MIN(k->rx_measured, k->duplicated);
-	return g->senders[id].tx_measured > got ? g->senders[id].tx_measured - got : 0;
+	return g->senders[id].measured.accepted > got ? g->senders[id].measured.accepted - got : 0;
 }
 
 static json_t *streams_json(const struct gen *g, uint64_t *lost)
@@ -983,11 +1120,13 @@ static json_t *streams_json(const struct gen *g, uint64_t *lost)
 			continue;
 		l = stream_lost(g, i);
 		*lost += l;
-		json_array_append_new(a, json_pack("{si sI sI sI sI sI sI}", "stream", i,
-			"tx_packets", (json_int_t)(s ? s->tx_measured : 0),
+		json_array_append_new(a, json_pack("{si sI sI sI sI sI sI sI sI}", "stream", i,
+			"tx_packets", (json_int_t)(s ? s->measured.accepted : 0),
 			"rx_packets", (json_int_t)k->rx_measured, "lost", (json_int_t)l,
 			"duplicated", (json_int_t)k->duplicated, "reordered", (json_int_t)k->reordered,
-			"not_accepted", (json_int_t)(s ? s->not_accepted : 0)));
+			"offered", (json_int_t)(s ? s->measured.offered : 0),
+			"not_accepted", (json_int_t)(s ? s->measured.not_accepted : 0),
+			"retried", (json_int_t)(s ? s->measured.retried : 0)));
 	}
 	return a;
 }
@@ -1011,7 +1150,7 @@ static json_t *options_json(const struct opts *o)
 		json_array_append_new(vnf, json_pack("{ss ss ss}", "in", o->vnf_in[i],
 			"out", o->vnf_out[i],
 			"dst_mac", i < o->n_vnf_dst ? o->vnf_dst_arg[i] : "l2fwd"));
-	return json_pack("{so so so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}",
+	json_t *r = json_pack("{so so so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}",
 		"ports", strings_json(o->specs, o->n_ports),
 		"reflect", strings_json(o->reflect_specs, o->n_reflect), "vnfs", vnf,
 		"dst_mac", strings_json(o->dst_mac_arg, o->n_dst_mac),
@@ -1020,6 +1159,11 @@ static json_t *options_json(const struct opts *o)
 		"bidir", o->bidir, "duration", o->duration, "warmup", o->warmup,
 		"cooldown", o->cooldown, "cpu", o->cpu, "json", o->json, "verbose", o->verbose,
 		"out", o->out, "hist_out", o->hist_out);
+
+	json_object_set_new(r, "load", json_string(o->load_arg ? o->load_arg : "default"));
+	json_object_set_new(r, "burst", json_integer(o->burst));
+	json_object_set_new(r, "touch", json_boolean(o->touch));
+	return r;
 }
 
 /* The CPU the loop runs on, as EAL pinned it (--cpu, or -l/--lcores after --). */
@@ -1042,39 +1186,89 @@ static double idle_fraction(const struct gen *g)
 	return g->passes ? (double)g->idle_passes / (double)g->passes : 0.0;
 }
 
-static json_t *summary(const struct gen *g)
+/* The measured interval's counts of every sender and sink, and the figures from them. */
+static void load_summary(const struct gen *g, double measured, uint64_t lost,
+			 struct load_figures *f)
+{
+	struct load_counts c = {
+		.offered = sum_senders(g, offsetof(struct sender, measured.offered)),
+		.accepted = sum_senders(g, offsetof(struct sender, measured.accepted)),
+		.received = sum_sinks(g, offsetof(struct sink, rx_measured)),
+		.lost_in_flight = lost,
+		.tx_bytes = sum_senders(g, offsetof(struct sender, measured.bytes)),
+		.rx_bytes = sum_sinks(g, offsetof(struct sink, rx_bytes_measured)),
+		.seconds = measured,
+	};
+
+	load_figures(&c, f);
+}
+
+static void set_load_fields(json_t *r, const struct gen *g, const struct load_figures *f)
+{
+	json_object_set_new(r, "load", json_string(load_name(g->o.load)));
+	json_object_set_new(r, "burst", json_integer(g->o.burst));
+	json_object_set_new(r, "asked_pps", g->o.rate_pps > 0 ? json_real(g->o.rate_pps)
+							     : json_null());
+	json_object_set_new(r, "offered_pps", json_real(f->offered_pps));
+	json_object_set_new(r, "accepted_pps", json_real(f->accepted_pps));
+	json_object_set_new(r, "tx_pps", json_real(f->accepted_pps));
+	json_object_set_new(r, "rx_pps", json_real(f->rx_pps));
+	json_object_set_new(r, "not_accepted", json_integer((json_int_t)f->not_accepted));
+	json_object_set_new(r, "retried", json_integer((json_int_t)sum_senders(g,
+		offsetof(struct sender, measured.retried))));
+	json_object_set_new(r, "lost_in_flight", json_integer((json_int_t)f->lost_in_flight));
+	json_object_set_new(r, "not_accepted_fraction", json_real(f->not_accepted_fraction));
+	json_object_set_new(r, "lost_in_flight_fraction", json_real(f->lost_in_flight_fraction));
+	json_object_set_new(r, "loss_fraction", json_real(f->loss_fraction));
+	json_object_set_new(r, "tx_gbps_l1", json_real(f->tx_gbps_l1));
+	json_object_set_new(r, "tx_gbps_l2", json_real(f->tx_gbps_l2));
+	json_object_set_new(r, "rx_gbps_l1", json_real(f->rx_gbps_l1));
+	json_object_set_new(r, "rx_gbps_l2", json_real(f->rx_gbps_l2));
+}
+
+/* Measured frames received per size (FCS included), sizes as strings: {"64": n, ...}. */
+static json_t *rx_sizes_json(const struct gen *g)
+{
+	json_t *o = json_object();
+	char key[8];
+	unsigned int i;
+
+	for (i = 0; i <= TRAFFIC_MAX_FRAME; i++)
+		if (g->rx_by_size[i] > 0) {
+			snprintf(key, sizeof(key), "%u", i);
+			json_object_set_new(o, key, json_integer((json_int_t)g->rx_by_size[i]));
+		}
+	return o;
+}
+
+static json_t *touch_json(const struct gen *g)
+{
+	char hex[24];
+
+	snprintf(hex, sizeof(hex), "%016" PRIx64, g->touch_sum);
+	return json_pack("{sI sI ss}", "frames", (json_int_t)g->touch_frames,
+			 "bytes", (json_int_t)g->touch_bytes, "checksum", hex);
+}
+
+/* Ping: the round trip per frame, the burst it went in, what did not come back. */
+static json_t *rtt_json(const struct hist *h)
+{
+	return json_pack("{sf sf sI sI sI sI sI}", "mean", hist_mean(h), "stdev", hist_stdev(h),
+		"p50", (json_int_t)hist_percentile(h, 0.5),
+		"p99", (json_int_t)hist_percentile(h, 0.99),
+		"p999", (json_int_t)hist_percentile(h, 0.999),
+		"max", (json_int_t)h->max, "count", (json_int_t)h->count);
+}
+
+static void set_role_fields(json_t *r, const struct gen *g)
 {
 	const struct opts *o = &g->o;
-	double measured = o->duration - o->warmup - o->cooldown, elapsed = g->end_s - g->start_s;
-	uint64_t lost = 0, tx, rx, rx_bytes;
-	json_t *streams = streams_json(g, &lost), *r;
 
-	/* Stopped early (SIGINT): the measured interval is what actually ran of it. */
-	if (elapsed < o->duration)
-		measured = RTE_MAX(elapsed - o->warmup, 1e-9);
-	tx = sum_senders(g, offsetof(struct sender, tx_measured));
-	rx = sum_sinks(g, offsetof(struct sink, rx_measured));
-	rx_bytes = sum_sinks(g, offsetof(struct sink, rx_bytes_measured));
-	r = json_pack("{ss ss sI si ss sf sf sI sI sI sI sI sI sI sI sf sf sf sf sf sf sf}",
-		"sluice_gen", SLUICE_VERSION, "dpdk", rte_version(), "tsc_hz", (json_int_t)g->hz,
-		"lcore_cpu", loop_cpu(), "role", role_names[o->role],
-		"duration_s", measured, "asked_pps", o->rate_pps,
-		"tx_packets", (json_int_t)tx, "rx_packets", (json_int_t)rx, "lost", (json_int_t)lost,
-		"duplicated", (json_int_t)sum_sinks(g, offsetof(struct sink, duplicated)),
-		"reordered", (json_int_t)sum_sinks(g, offsetof(struct sink, reordered)),
-		"not_accepted", (json_int_t)sum_senders(g, offsetof(struct sender, not_accepted)),
-		"foreign", (json_int_t)g->foreign, "stray", (json_int_t)g->stray,
-		"offered_pps", (double)tx / measured, "rx_pps", (double)rx / measured,
-		"rx_bps", (double)rx_bytes * 8 / measured,
-		"rx_bps_l1", ((double)rx_bytes + (double)rx * L1_OVERHEAD) * 8 / measured,
-		"mean_frame_bytes", traffic_mean_size(&o->traffic),
-		"idle_fraction", idle_fraction(g), "elapsed_s", elapsed);
-	json_object_set_new(r, "passes", json_integer((json_int_t)g->passes));
-	json_object_set_new(r, "passes_per_s", json_real(elapsed > 0 ? (double)g->passes /
-							 elapsed : 0.0));
-	json_object_set_new(r, "latency_ns", latency_json(&g->latency));
-	json_object_set_new(r, "streams", streams);
-	json_object_set_new(r, "options", options_json(o));
+	json_object_set_new(r, "rx_sizes", rx_sizes_json(g));
+	if (o->touch)
+		json_object_set_new(r, "touch", touch_json(g));
+	if (o->role == ROLE_PING)
+		json_object_set_new(r, "rtt_ns", rtt_json(&g->latency));
 	if (o->role == ROLE_REFLECT || o->n_reflect > 0)
 		json_object_set_new(r, "reflect", json_pack("{sI sI}", "sent",
 			(json_int_t)g->reflected, "refused", (json_int_t)g->reflect_dropped));
@@ -1084,6 +1278,43 @@ static json_t *summary(const struct gen *g)
 		json_object_set_new(r, "windows", alt_windows_json(&g->alt));
 		json_object_set_new(r, "alternation", alt_summary_json(&g->alt));
 	}
+}
+
+static json_t *summary(const struct gen *g)
+{
+	const struct opts *o = &g->o;
+	double measured = o->duration - o->warmup - o->cooldown, elapsed = g->end_s - g->start_s;
+	uint64_t lost = 0, tx, rx, rx_bytes;
+	json_t *streams = streams_json(g, &lost), *r;
+	struct load_figures f;
+
+	/* Stopped early (SIGINT): the measured interval is what actually ran of it. */
+	if (elapsed < o->duration)
+		measured = RTE_MAX(elapsed - o->warmup, 1e-9);
+	load_summary(g, measured, lost, &f);
+	tx = sum_senders(g, offsetof(struct sender, measured.accepted));
+	rx = sum_sinks(g, offsetof(struct sink, rx_measured));
+	rx_bytes = sum_sinks(g, offsetof(struct sink, rx_bytes_measured));
+	r = json_pack("{ss ss sI si ss sf sI sI sI sI sI sI sI sf sf sf sf sf}",
+		"sluice_gen", SLUICE_VERSION, "dpdk", rte_version(), "tsc_hz", (json_int_t)g->hz,
+		"lcore_cpu", loop_cpu(), "role", role_names[o->role],
+		"duration_s", measured,
+		"tx_packets", (json_int_t)tx, "rx_packets", (json_int_t)rx, "lost", (json_int_t)lost,
+		"duplicated", (json_int_t)sum_sinks(g, offsetof(struct sink, duplicated)),
+		"reordered", (json_int_t)sum_sinks(g, offsetof(struct sink, reordered)),
+		"foreign", (json_int_t)g->foreign, "stray", (json_int_t)g->stray,
+		"rx_bps", load_bps(rx, rx_bytes, measured, false),
+		"rx_bps_l1", load_bps(rx, rx_bytes, measured, true),
+		"mean_frame_bytes", traffic_mean_size(&o->traffic),
+		"idle_fraction", idle_fraction(g), "elapsed_s", elapsed);
+	set_load_fields(r, g, &f);
+	json_object_set_new(r, "passes", json_integer((json_int_t)g->passes));
+	json_object_set_new(r, "passes_per_s", json_real(elapsed > 0 ? (double)g->passes /
+							 elapsed : 0.0));
+	json_object_set_new(r, "latency_ns", latency_json(&g->latency));
+	json_object_set_new(r, "streams", streams);
+	json_object_set_new(r, "options", options_json(o));
+	set_role_fields(r, g);
 	return r;
 }
 
@@ -1226,7 +1457,7 @@ static unsigned int pool_size(const struct opts *o)
 {
 	unsigned int ports = o->n_ports + o->n_reflect + o->n_vnf_in + o->n_vnf_out;
 
-	return RTE_MAX(16383u, ports * (2 * GEN_RING + 2 * GEN_BURST) + 4096);
+	return RTE_MAX(16383u, ports * (2 * GEN_RING + 2 * GEN_BURST + o->burst) + 4096);
 }
 
 /* Every port in rank order (port_rank), each class in the order given. */
@@ -1343,6 +1574,23 @@ static void wait_for_links(void)
 		rte_delay_ms((unsigned int)((0.5 - (now_s() - start)) * 1000));
 }
 
+/*
+ * Ends the process without exit(): its stdio clean-up flushes DPDK's log stream (which
+ * writes to syslog) while memif's interrupt thread may be logging a late disconnect error
+ * ("EAL: Error: Invalid memory"); glibc's syslog and stream-list locks, taken in opposite
+ * orders by the two threads, then deadlock and the process hangs for ever (seen here, with
+ * both ends of a memif link in one process). So: our own streams flushed, the --alternate
+ * guard released (its atexit handler), then _exit().
+ */
+static _Noreturn void finish(const struct gen *g, int rc)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (g->alternating)
+		alt_release();
+	_exit(rc);
+}
+
 static void catch_signals(void)
 {
 	signal(SIGINT, on_signal);
@@ -1355,7 +1603,7 @@ static void catch_signals(void)
 
 int main(int argc, char **argv)
 {
-	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .rate_arg = "max",
+	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST,
 		.vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
 		.window = 1.0, .settle = 0.3 } };
 	int first, rc = 0;
@@ -1387,5 +1635,5 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	teardown();
-	return rc;
+	finish(&g, rc);
 }

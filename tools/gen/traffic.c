@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "traffic.h"
+#include "sizedist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,22 @@
 
 /* IMIX 64:570:1518 at 7:4:1, interleaved so that a short run already has the mix. */
 static const uint16_t imix[] = { 64, 570, 64, 570, 64, 570, 64, 570, 64, 64, 64, 1518 };
+
+_Static_assert(TRAFFIC_MAX_CYCLE == SIZEDIST_MAX_CYCLE, "one cycle length");
+
+/* csv:FILE, lines "size,weight" (sizedist.h). */
+static int parse_csv_sizes(const char *path, struct traffic *t, char *err, size_t len)
+{
+	static struct sizedist d;
+	char why[300];
+
+	if (sizedist_load(path, TRAFFIC_MIN_FRAME, TRAFFIC_MAX_FRAME, &d, why, sizeof(why)) != 0 ||
+	    sizedist_cycle(&d, t->sizes, &t->n_sizes, why, sizeof(why)) != 0) {
+		snprintf(err, len, "--size csv:%s", why);
+		return -1;
+	}
+	return 0;
+}
 
 static int size_ok(long v)
 {
@@ -30,6 +47,8 @@ int traffic_parse_sizes(const char *s, struct traffic *t, char *err, size_t len)
 		t->n_sizes = RTE_DIM(imix);
 		return 0;
 	}
+	if (strncmp(s, "csv:", 4) == 0)
+		return parse_csv_sizes(s + 4, t, err, len);
 	if (sscanf(s, "%ld-%ld", &lo, &hi) == 2 && strchr(s, ',') == NULL) {
 		if (!size_ok(lo) || !size_ok(hi) || lo >= hi)
 			goto bad;
@@ -47,7 +66,7 @@ int traffic_parse_sizes(const char *s, struct traffic *t, char *err, size_t len)
 	if (t->n_sizes > 0)
 		return 0;
 bad:
-	snprintf(err, len, "--size: '%s' is not a size, list, range or imix (frames of %d to "
+	snprintf(err, len, "--size: '%s' is not a size, list, range, imix or csv:FILE (frames of %d to "
 		 "%d bytes, FCS included)", s, TRAFFIC_MIN_FRAME, TRAFFIC_MAX_FRAME);
 	return -1;
 }

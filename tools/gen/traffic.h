@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TRAFFIC_MAX_SIZES 64
+#define TRAFFIC_MAX_SIZES 64          /* in a list; a CSV distribution has a longer cycle */
+#define TRAFFIC_MAX_CYCLE 4096        /* SIZEDIST_MAX_CYCLE */
 #define TRAFFIC_MIN_FRAME 64
 #define TRAFFIC_MAX_FRAME 1518
 #define TRAFFIC_HDR_LEN 42        /* Ethernet + IPv4 + UDP */
@@ -29,14 +30,14 @@ struct traffic_payload {
 #define TRAFFIC_MEASURED 0x01
 
 struct traffic {
-	uint16_t sizes[TRAFFIC_MAX_SIZES];   /* a cycle of frame sizes (with FCS) */
+	uint16_t sizes[TRAFFIC_MAX_CYCLE];   /* a cycle of frame sizes (with FCS) */
 	unsigned int n_sizes;
 	uint16_t lo, hi;                     /* a range, when hi > 0 */
 	uint32_t flows;
 	bool vary_mac, vary_ip, vary_port;
 };
 
-/* "64", "64,512,1518", "64-1518" or "imix"; 0, or -1 with a message in ERR. */
+/* "64", "64,512,1518", "64-1518", "imix" or "csv:FILE"; 0, or -1 with a message in ERR. */
 int traffic_parse_sizes(const char *s, struct traffic *t, char *err, size_t len);
 /* "mac,ip,port": the fields that differ between flows. */
 int traffic_parse_vary(const char *s, struct traffic *t, char *err, size_t len);

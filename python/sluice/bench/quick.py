@@ -254,11 +254,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{by_order['sluiced_first']:.3f}, {args.b_name} first "
                   f"{by_order['testpmd_first']:.3f}", flush=True)
             print(f"{'':8}sluice-gen: idle {100 * gen['idle_fraction']:.1f}% of loop passes, "
-                  f"{gen['not_accepted']} frames refused by full rings, {gen['lost']} lost",
+                  f"{gen['not_accepted'] + gen.get('retried', 0)} frames refused by full "
+                  f"rings ({gen.get('load', 'open')} loop), {gen['lost']} lost",
                   flush=True)
             results.append({"size": size, **asdict(c), "ratio_by_order": by_order,
                             "gen_idle_fraction": gen["idle_fraction"],
-                            "gen_not_accepted": gen["not_accepted"], "gen_lost": gen["lost"],
+                            "gen_not_accepted": gen["not_accepted"],
+                            "gen_retried": gen.get("retried", 0), "gen_lost": gen["lost"],
                             "generator_bound": gen["idle_fraction"] < 0.01})
     finally:
         switches.stop()
