@@ -5,7 +5,8 @@
 #   scripts/setup.sh            packages, Python venv, hugepages
 #   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
 #   scripts/setup.sh --peers    also the peer switches and report tools of sluice-bench:
-#                               openvswitch-switch-dpdk
+#                               openvswitch-switch-dpdk, and DPDK's examples l2fwd, l3fwd
+#                               and basicfwd built from dpdk-doc into build/dpdk-examples/
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +41,7 @@ debian_packages=(
 )
 # clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
 # in a test of `make test`.
+# dpdk-doc ships the sources of DPDK's examples, which --peers builds (l2fwd, l3fwd, basicfwd).
 # sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK (a private ovsdb-server
 # and ovs-vswitchd-dpdk are started by the harness; no system service is used).
 peer_packages=(openvswitch-switch-dpdk)
@@ -107,7 +109,15 @@ reserve_hugepages() {
 	fi
 }
 
+# DPDK's example applications (dpdk-doc's sources, in the list above) as sluice-bench's VNFs
+# and basicfwd peer, built against the installed DPDK; ones already built are skipped.
+build_dpdk_examples() {
+	"$top/scripts/dpdk-examples.sh" "$top/build/dpdk-examples" \
+		|| die "building DPDK's examples failed"
+}
+
 install_debian_packages
 setup_venv
+[ "$do_peers" -eq 0 ] || build_dpdk_examples
 [ "$do_huge" -eq 0 ] || reserve_hugepages
 say "done"

@@ -139,8 +139,10 @@ def make_parser() -> argparse.ArgumentParser:
     add_common(run)
     run.add_argument("--switch", type=switch_keys, default=switch_keys(DEFAULT_SWITCHES),
                      help="comma-separated switches, NAME or NAME:MODE: sluice (patch, learn), "
-                          "testpmd (io), ovs-dpdk (normal, flows), linux-bridge (learn; p2p "
-                          f"veth only). A bare name runs every mode. (default {DEFAULT_SWITCHES})")
+                          "testpmd (io), basicfwd (fwd: DPDK's skeleton example, no logic; "
+                          "scripts/dpdk-examples.sh builds it), ovs-dpdk (normal, flows), "
+                          "linux-bridge (learn; p2p veth only). A bare name runs every mode. "
+                          f"(default {DEFAULT_SWITCHES})")
     run.add_argument("--baseline", default="testpmd",
                      help="switch every other userspace switch is alternated against "
                           "(default testpmd; the first switch when it is absent)")
