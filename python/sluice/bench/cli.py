@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sluice.bench import arrange, scenarios
+from sluice.bench import arrange, scenarios, vnfs
 from sluice.bench.runner import Runner, Settings
 from sluice.bench.scenarios import Scenario
 from sluice.bench.switches import ADAPTERS
@@ -47,6 +47,17 @@ def sizes(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"bad size list {text!r}") from e
     if not out or any(not 64 <= s <= 1518 for s in out):
         raise argparse.ArgumentTypeError("sizes are 64..1518 bytes, FCS included")
+    return out
+
+
+def cpu_list(text: str) -> tuple[int, ...]:
+    """CPU numbers from '0' or '0,1'."""
+    try:
+        out = tuple(int(w) for w in csv(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad CPU list {text!r}") from e
+    if not out or any(c < 0 for c in out):
+        raise argparse.ArgumentTypeError(f"bad CPU list {text!r}")
     return out
 
 
@@ -103,9 +114,18 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-shared-cpu", action="store_true",
                    help="run even when two busy pollers would share a CPU; rows are then "
                         "marked oversubscribed and kept out of comparisons")
-    p.add_argument("--vnf", choices=("inline",), default="inline",
-                   help="where loopback VNFs run: inline, in sluice-gen's loop (the only "
-                        "arrangement that measures the switch on 2 CPUs)")
+    p.add_argument("--vnf", choices=vnfs.KINDS, default="inline",
+                   help="who serves loopback's VNFs: inline (default), DPDK's l2fwd inside "
+                        "sluice-gen's loop, the only arrangement that measures the switch on "
+                        "2 CPUs; or a process per VNF attached with virtio-user: l2fwd or "
+                        "l3fwd (DPDK's examples: scripts/dpdk-examples.sh builds them) or "
+                        "testpmd-mac (dpdk-testpmd --forward-mode=mac). Process VNFs busy-poll "
+                        "beside the generator or the switch on 2 CPUs: they need "
+                        "--allow-shared-cpu, their rows are marked oversubscribed, and they "
+                        "are functional checks, not measurements")
+    p.add_argument("--vnf-cpus", type=cpu_list, default=None,
+                   help="CPUs of process VNFs, comma-separated, taken in turn along the "
+                        "chain (default: --gen-cpu)")
     p.add_argument("--gen", type=Path, default=None,
                    help="the sluice-gen to use (default build/tools/gen/sluice-gen); "
                         "loopback needs one with --vnf-in")
@@ -131,6 +151,7 @@ def make_parser() -> argparse.ArgumentParser:
                "  sluice-bench run --scenario v2v --switch sluice,testpmd --sizes 64,1500\n"
                "  sluice-bench run --matrix default --duration 2\n"
                "  sluice-bench compare testpmd testpmd --duration 20\n"
+               "  sluice-bench run --scenario loopback-1 --vnf l2fwd --allow-shared-cpu\n"
                "  sluice-bench report bench/results/20261122T174500Z\n")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run a matrix of scenarios, switches and sizes",
@@ -167,12 +188,14 @@ def make_parser() -> argparse.ArgumentParser:
 def units(args: argparse.Namespace) -> tuple[tuple[Scenario, tuple[int, ...]], ...]:
     """(scenario, sizes) pairs from the options or the default matrix."""
     if getattr(args, "matrix", None) == "default":
-        return tuple((scenarios.parse(n, phy, "uni"), sz) for n, phy, sz in DEFAULT_MATRIX)
+        return tuple((scenarios.parse(n, phy, "uni", args.vnf), sz)
+                     for n, phy, sz in DEFAULT_MATRIX)
     out = []
     for name in csv(args.scenario):
         for direction in csv(args.direction):
             phys = ["memif"] if name == "v2v" else csv(args.phy)
-            out += [(scenarios.parse(name, phy, direction), args.sizes) for phy in phys]
+            out += [(scenarios.parse(name, phy, direction, args.vnf), args.sizes)
+                    for phy in phys]
     return tuple(out)
 
 
@@ -192,7 +215,8 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
                     warmup=warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
                     gen_cpu=args.gen_cpu, allow_shared_cpu=args.allow_shared_cpu,
                     baseline=baseline, out=args.out or default_out(), repo=REPO,
-                    vnf=args.vnf, gen=args.gen, monitor=args.placement_monitor)
+                    vnf=args.vnf, vnf_cpus=args.vnf_cpus or (), gen=args.gen,
+                    monitor=args.placement_monitor)
 
 
 def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import arrange, gen, manifest, placement, procs
+from sluice.bench import arrange, gen, manifest, placement, procs, vnfs
 from sluice.bench.abwindows import Window
 from sluice.bench.plan import TrialSpec, expected_seconds, trials_for
 from sluice.bench.scenarios import Namespaces, Scenario, topology
@@ -52,8 +52,14 @@ class Settings:
     out: Path
     repo: Path
     vnf: str = "inline"
+    vnf_cpus: tuple[int, ...] = ()     # CPUs of process VNFs, in turn; default: gen_cpu
     gen: Path | None = None            # sluice-gen; default: the repository's build
     monitor: Path | None = None        # placement monitor; default: bin/sluice-placement
+
+    @property
+    def vnf_cpu_list(self) -> tuple[int, ...]:
+        """The CPUs process VNFs take in turn."""
+        return self.vnf_cpus or (self.gen_cpu,)
 
     @property
     def alt_duration(self) -> float:
@@ -72,10 +78,16 @@ class Live:
 
     switches: dict[str, Switch] = field(default_factory=dict)
     netns: Namespaces | None = None
+    vnfs: dict[str, vnfs.VnfSet] = field(default_factory=dict)   # process VNFs per switch
 
     def pids(self, keys: Sequence[str]) -> list[int]:
-        """The PIDs of the switches KEYS."""
-        return [p for k in keys for p in self.switches[k].pids()]
+        """The PIDs of the switches KEYS and of their VNF processes."""
+        return [p for k in keys for p in self.switches[k].pids()
+                + (self.vnfs[k].pids() if k in self.vnfs else [])]
+
+    def vnf_pollers(self, keys: Sequence[str]) -> list[arrange.Poller]:
+        """The busy pollers of the VNF processes of switches KEYS."""
+        return [p for k in keys if k in self.vnfs for p in self.vnfs[k].pollers()]
 
     def signal(self, keys: Sequence[str], sig: signal.Signals) -> None:
         """Sends SIG to the processes of switches KEYS."""
@@ -135,10 +147,16 @@ class Runner:
         """Per scenario: the switches that run and their trials."""
         out = []
         for scn, sizes in self.s.units:
-            if scn.chain and not gen.has_inline_vnfs(self.gen):
+            if scn.chain and not vnfs.is_process(scn.vnf) and not gen.has_inline_vnfs(self.gen):
                 self.skip("*", scn, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
+            if scn.chain and vnfs.is_process(scn.vnf):
+                why = vnfs.available(scn.vnf, self.s.repo) or vnfs.unsupported(scn.vnf, scn)
+                if why:
+                    self.skip("*", scn, why)
+                    continue
+                self.check_vnf_arrangement(scn)
             keys = self.usable_keys(scn)
             if not keys:
                 continue
@@ -146,6 +164,14 @@ class Runner:
             out.append((scn, keys, trials_for(scn, sizes, keys, kernel, self.s.trials,
                                               self.s.baseline)))
         return out
+
+    def check_vnf_arrangement(self, scn: Scenario) -> None:
+        """Refuses process VNFs beside other pollers before anything starts (SharedCpuError),
+        unless --allow-shared-cpu; the trials then mark their rows oversubscribed."""
+        arrange.check([[arrange.Poller("sluice-gen", self.s.gen_cpu),
+                        arrange.Poller("the switch's forwarding thread", self.s.switch_cpu),
+                        *vnfs.planned_pollers(scn.vnf, scn.chain, self.s.vnf_cpu_list)]],
+                      self.s.allow_shared_cpu)
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
         """Expected length of PLAN."""
@@ -172,7 +198,14 @@ class Runner:
                 if live.netns:
                     live.netns.add_veths(topo)
                 sw.start(topo)
+                # Process VNFs attach while their switch runs: virtio-user negotiates with it.
+                if scn.chain and vnfs.is_process(scn.vnf):
+                    live.vnfs[key] = vnfs.VnfSet(scn.vnf, key, self.s.vnf_cpu_list)
+                    live.vnfs[key].start(sw)
+                    self.versions[f"vnf {scn.vnf}"] = vnfs.version(scn.vnf)
             except Exception as e:  # noqa: BLE001  any failure of a peer skips that peer
+                if key in live.vnfs:
+                    live.vnfs.pop(key).stop()
                 sw.stop()
                 self.skip(key, scn, f"did not start: {e}")
                 continue
@@ -192,6 +225,8 @@ class Runner:
             yield live
         finally:
             live.signal(list(live.switches), signal.SIGCONT)
+            for v in live.vnfs.values():
+                v.stop()
             for sw in live.switches.values():
                 sw.stop()
             if live.netns:
@@ -207,11 +242,14 @@ class Runner:
             shutil.copy(log, dest / name)
 
     # -- trials -------------------------------------------------------------------------
-    def oversubscribed(self, sws: Sequence[Switch], alternating: bool) -> bool:
-        """The CPU-arrangement rule for a trial of SWS (raises unless allowed)."""
+    def oversubscribed(self, sws: Sequence[Switch], alternating: bool,
+                       vnf_pollers: Sequence[arrange.Poller] = ()) -> bool:
+        """The CPU-arrangement rule for a trial of SWS (raises unless allowed). VNF
+        processes are not stopped with their switch inside an alternating run (sluice-gen
+        stops one PID a side), so theirs count in every phase."""
         g = arrange.Poller("sluice-gen", self.s.gen_cpu)
-        phases = ([[g, *sw.pollers()] for sw in sws] if alternating
-                  else [[g, *(p for sw in sws for p in sw.pollers())]])
+        phases = ([[g, *sw.pollers(), *vnf_pollers] for sw in sws] if alternating
+                  else [[g, *(p for sw in sws for p in sw.pollers()), *vnf_pollers]])
         return arrange.check(phases, self.s.allow_shared_cpu)
 
     def gen_cmd(self, spec: TrialSpec, sws: Sequence[Switch], out: Path,
@@ -224,7 +262,7 @@ class Runner:
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
         for sw in sws:
-            cmd += gen.port_args(sw)
+            cmd += gen.port_args(sw, inline_vnfs=not vnfs.is_process(spec.scenario.vnf))
         if spec.method == "alternating":
             cmd += ["--alternate", ",".join(str(sw.pids()[0]) for sw in sws),
                     "--window", str(self.s.window), "--settle", str(self.s.settle)]
@@ -256,7 +294,7 @@ class Runner:
         """Continues the trial's switches, runs the generator, stops them again."""
         keys = spec.gen_order
         sws = [live.switches[k] for k in keys]
-        over = self.oversubscribed(sws, spec.method == "alternating")
+        over = self.oversubscribed(sws, spec.method == "alternating", live.vnf_pollers(keys))
         before = {k: self.cpu_of(live.switches[k]) for k in keys}
         busy0 = procs.cpu_busy()
         t0 = time.monotonic()

@@ -7,7 +7,8 @@
   namespace; the switch attaches with af_xdp, or af_packet where that fails; these rows are
   `kernel_path`, bounded by the kernel's veth path).
 - `loopback-N`: phy -> VNF1 -> ... -> VNFN -> phy, every hop through the switch; each VNF is
-  two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`).
+  two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`)
+  or, with `--vnf l2fwd|l3fwd|testpmd-mac`, by a process of its own (vnfs.py).
 
 Links are listed pair by pair: the switch joins link 0 with 1, 2 with 3, and so on.
 """
@@ -31,6 +32,7 @@ class Scenario:
     name: str
     phy: str
     direction: str = "uni"
+    vnf_kind: str = "inline"       # who serves loopback's VNFs: inline, l2fwd, l3fwd, ...
 
     @property
     def family(self) -> str:
@@ -49,16 +51,17 @@ class Scenario:
 
     @property
     def vnf(self) -> str:
-        """The VNF kind of the rows: inline for loopback, '' otherwise."""
-        return "inline" if self.chain else ""
+        """The VNF kind of the rows: the chosen kind for loopback, '' otherwise."""
+        return self.vnf_kind if self.chain else ""
 
     def label(self) -> str:
         """A short name for logs and reports: p2p/memif uni."""
         return f"{self.name}{'/' + self.phy if self.phy else ''} {self.direction}"
 
 
-def parse(name: str, phy: str, direction: str) -> Scenario:
-    """A Scenario from the command line's words; ValueError for anything unknown."""
+def parse(name: str, phy: str, direction: str, vnf: str = "inline") -> Scenario:
+    """A Scenario from the command line's words; ValueError for anything unknown. VNF is
+    the kind of loopback's VNFs (vnfs.KINDS)."""
     m = re.fullmatch(r"v2v|p2p|loopback-([1-9])", name)
     if m is None or (m.group(1) and int(m.group(1)) > MAX_CHAIN):
         raise ValueError(f"unknown scenario {name!r}: v2v, p2p or loopback-1..{MAX_CHAIN}")
@@ -66,7 +69,7 @@ def parse(name: str, phy: str, direction: str) -> Scenario:
         raise ValueError(f"unknown --phy {phy!r}: memif or veth")
     if direction not in ("uni", "bidir"):
         raise ValueError(f"unknown direction {direction!r}: uni or bidir")
-    return Scenario(name, "" if name == "v2v" else phy, direction)
+    return Scenario(name, "" if name == "v2v" else phy, direction, vnf)
 
 
 def _phy_link(scn: Scenario, work: Path, tag: str, i: int) -> Link:
