@@ -244,9 +244,9 @@ class Runner:
     # -- trials -------------------------------------------------------------------------
     def oversubscribed(self, sws: Sequence[Switch], alternating: bool,
                        vnf_pollers: Sequence[arrange.Poller] = ()) -> bool:
-        """The CPU-arrangement rule for a trial of SWS (raises unless allowed). VNF
-        processes are not stopped with their switch inside an alternating run (sluice-gen
-        stops one PID a side), so theirs count in every phase."""
+        """The CPU-arrangement rule for a trial of SWS (raises unless allowed). VNF_POLLERS:
+        those of the trial's VNF processes, which run with their switch (interleaved trials
+        only: sluice-gen's alternation stops one PID a side, so they count in every phase)."""
         g = arrange.Poller("sluice-gen", self.s.gen_cpu)
         phases = ([[g, *sw.pollers(), *vnf_pollers] for sw in sws] if alternating
                   else [[g, *(p for sw in sws for p in sw.pollers()), *vnf_pollers]])
