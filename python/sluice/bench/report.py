@@ -265,7 +265,8 @@ METHOD_TEXT = (
 MISSING_TEXT = (
     "Latency at 0.10/0.50/0.99 of R+ and v2v round trips at 1 Mpps (the rows carry only "
     "sluice-gen's one-way latency at saturation, which measures queueing); NDR/PDR search; "
-    "process VNFs (--vnf l2fwd/testpmd-mac); p2v; NvsN multi-pair runs; the ovs-netdev "
+    "process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are functional checks on "
+    "2 CPUs, their rows oversubscribed); p2v; NvsN multi-pair runs; the ovs-netdev "
     "(afxdp) peer; IMIX in the default matrix; adding trials until each figure has 3 near "
     "trials.")
 
