@@ -14,8 +14,9 @@ help:
 	@echo "make test         setup + build + every test (C unit tests, lint, functional tests)"
 	@echo "make fuzz         the learn-mode parser/table fuzz target for FUZZ_SECONDS (600)"
 	@echo "make bench-quick  sluiced patch vs dpdk-testpmd io, v2v, 64 B and 1500 B"
-	@echo "make bench        setup (with peers) + build + the default matrix (~20 min) + report"
-	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes"
+	@echo "make bench        setup (with peers) + build + the default matrix (~18 min) + report"
+	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes and"
+	@echo "                  IMIX, latency at loads and at 1 Mpps (hours)"
 	@echo "                  (BENCH_ARGS='--duration 2' shortens either)"
 	@echo "make clean        remove $(BUILD)/"
 
@@ -74,12 +75,14 @@ BENCH_LOCK := flock /tmp/sluice-cpu.lock
 BENCH_ARGS ?=
 
 bench: setup-peers build
-	$(BENCH_LOCK) bin/sluice-bench run --matrix default --duration 20 $(BENCH_ARGS)
+	$(BENCH_LOCK) bin/sluice-bench run --matrix default --duration 8 --latency-duration 4 \
+		--min-near 3 --budget 120 $(BENCH_ARGS)
 
 bench-full: setup-peers build
-	$(BENCH_LOCK) bin/sluice-bench run --scenario v2v,p2p,loopback-1,loopback-2,loopback-3,loopback-4,loopback-5 \
-		--phy memif,veth --direction uni,bidir --sizes 64,256,1024,1500 --trials 4 \
-		--duration 20 $(BENCH_ARGS)
+	$(BENCH_LOCK) bin/sluice-bench run \
+		--scenario v2v,p2p,p2v,v2p,loopback-1,loopback-2,loopback-3,loopback-4,loopback-5 \
+		--phy memif,veth --direction uni,bidir --sizes 64,256,1024,1500,imix --trials 4 \
+		--duration 20 --latency loads,fixed:1Mpps --min-near 3 --budget 1800 $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -135,3 +135,30 @@ def test_loopback_1_inline_vnf_keeps_a_tenth_of_v2v(tmp_path: Path) -> None:
     loop = max(x["rx_pps"] for x in got if x["scenario"] == "loopback-1")
     assert loop >= v2v / 10, (loop, v2v)
     assert all(x["vnf"] == "inline" for x in got if x["scenario"] == "loopback-1")
+
+
+def test_latency_at_loads_and_the_v2v_round_trip_at_1_mpps(tmp_path: Path) -> None:
+    """--latency loads,fixed:1Mpps: three p2p latency trials at rising rates below R+, and
+    the four-port v2v round trip at about 1 Mpps, each with a kept histogram."""
+    out = tmp_path / "lat"
+    r = bench("run", "--scenario", "p2p,v2v", "--switch", "sluice:patch", "--sizes", "64",
+              "--duration", "3", "--trials", "1", "--latency", "loads,fixed:1Mpps",
+              "--latency-duration", "3", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lat = [x for x in rows(out) if x["method"] == "latency"]
+    loads = sorted((x for x in lat if x["latency_kind"] == "loads"),
+                   key=lambda x: x["latency_load"])
+    assert [x["latency_load"] for x in loads] == [0.1, 0.5, 0.99], lat
+    assert loads[0]["asked_pps"] < loads[1]["asked_pps"] < loads[2]["asked_pps"]
+    assert loads[2]["asked_pps"] <= loads[2]["rplus_pps"]
+    fixed = [x for x in lat if x["latency_kind"] == "fixed"]
+    assert len(fixed) == 1 and fixed[0]["scenario"] == "v2v", lat
+    assert 0.8e6 <= fixed[0]["rx_pps"] <= 1.05e6, fixed
+    for x in lat:
+        hist = json.loads((out / x["hist"]).read_text())
+        assert hist["count"] > 0 and hist["count"] == x["latency_ns"]["count"], x
+        assert 0 < x["latency_ns"]["p50"] <= x["latency_ns"]["p99"], x
+    md = (out / "report.md").read_text()
+    assert "Latency at 0.10, 0.50 and 0.99 of R+" in md and "v2v round trip" in md
+    assert (out / "figures" / "latency-cdf.svg").exists()
+    assert_cleaned_up(out)

@@ -69,7 +69,7 @@ def test_basicfwd_stop_removes_its_sockets(tmp_path: Path) -> None:
 # -- process VNFs ----------------------------------------------------------------------------
 
 def vnf(tmp_path: Path, kind: str, vhost_server: bool = True, index: int = 0) -> vnfs.Vnf:
-    topo = topology(parse("loopback-2", "memif", "uni", kind), tmp_path, "t")
+    topo = topology(parse("loopback-2", "memif", "uni", vnf=kind), tmp_path, "t")
     links = [link for link in topo.links if link.role == "vnf"]
     return vnfs.Vnf(kind, index, (links[2 * index], links[2 * index + 1]), 0, vhost_server,
                     REPO, tmp_path, "sbt1av1")
@@ -125,9 +125,9 @@ def test_process_vnfs_on_two_cpus_are_refused_unless_allowed() -> None:
 
 def test_loopback_rows_carry_the_vnf_kind() -> None:
     assert parse("loopback-2", "memif", "uni").vnf == "inline"
-    assert parse("loopback-2", "memif", "uni", "l2fwd").vnf == "l2fwd"
-    assert parse("v2v", "memif", "uni", "l2fwd").vnf == ""
-    assert parse("p2p", "memif", "uni", "l3fwd").vnf == ""
+    assert parse("loopback-2", "memif", "uni", vnf="l2fwd").vnf == "l2fwd"
+    assert parse("v2v", "memif", "uni", vnf="l2fwd").vnf == ""
+    assert parse("p2p", "memif", "uni", vnf="l3fwd").vnf == ""
 
 
 def test_generator_drives_phy_ports_only_when_vnfs_are_processes(tmp_path: Path) -> None:
@@ -164,5 +164,5 @@ def test_examples_say_where_they_are_and_how_to_get_them(tmp_path: Path) -> None
 def test_switches_with_vnf_processes_run_interleaved() -> None:
     keys = ["sluice:patch", "testpmd:io"]
     assert choose_method(parse("loopback-1", "memif", "uni"), keys, set()) == "alternating"
-    assert choose_method(parse("loopback-1", "memif", "uni", "l2fwd"), keys,
+    assert choose_method(parse("loopback-1", "memif", "uni", vnf="l2fwd"), keys,
                          set()) == "interleaved"

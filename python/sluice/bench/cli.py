@@ -14,16 +14,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sluice.bench import arrange, scenarios, vnfs
+from sluice.bench import arrange, scenarios, sweep, vnfs
 from sluice.bench.runner import Runner, Settings
 from sluice.bench.scenarios import Scenario
+from sluice.bench.stats import IMIX
 from sluice.bench.switches import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[3]
 PROG = "sluice-bench"
 
 # make bench's matrix (issue 7): v2v and p2p (both stand-ins) at 64 and 1500 B one way,
-# loopback-1 and loopback-3 at 64 B.
+# loopback-1 and loopback-3 at 64 B; latency at three loads for p2p and at 1 Mpps for v2v.
 DEFAULT_MATRIX: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("v2v", "memif", (64, 1500)),
     ("p2p", "memif", (64, 1500)),
@@ -31,7 +32,50 @@ DEFAULT_MATRIX: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("loopback-1", "memif", (64,)),
     ("loopback-3", "memif", (64,)),
 )
+DEFAULT_MATRIX_LATENCY = ("loads", "fixed:1000000")
+DEFAULT_MATRIX_LATENCY_SCENARIOS = ("p2p",)
 DEFAULT_SWITCHES = "sluice,testpmd,ovs-dpdk,linux-bridge"
+RATE_UNITS = {"pps": 1.0, "kpps": 1e3, "mpps": 1e6, "": 1.0, "k": 1e3, "m": 1e6}
+
+
+def rate(text: str) -> float:
+    """Packets per second from '1Mpps', '500kpps' or '250000'."""
+    low = text.strip().lower()
+    num = low.rstrip("kmps")
+    unit = low[len(num):]
+    try:
+        value = float(num) * RATE_UNITS[unit]
+    except (ValueError, KeyError) as e:
+        raise argparse.ArgumentTypeError(f"bad rate {text!r}: e.g. 1Mpps, 500kpps, 250000"
+                                         ) from e
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"rate {text!r} must be positive")
+    return value
+
+
+def latency_modes(text: str) -> tuple[str, ...]:
+    """'loads' and/or 'fixed:RATE' (RATE normalised to packets per second)."""
+    out = []
+    for word in csv(text):
+        if word == "loads":
+            out.append(word)
+        elif word.startswith("fixed:"):
+            out.append(f"fixed:{rate(word.split(':', 1)[1]):.0f}")
+        else:
+            raise argparse.ArgumentTypeError(f"unknown latency mode {word!r}: loads or "
+                                             "fixed:RATE (e.g. fixed:1Mpps)")
+    return tuple(out)
+
+
+def loads(text: str) -> tuple[float, ...]:
+    """Fractions of R+ from '0.1,0.5,0.99'."""
+    try:
+        out = tuple(float(w) for w in csv(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad load list {text!r}") from e
+    if not out or any(not 0 < f <= 1.0 for f in out):
+        raise argparse.ArgumentTypeError("loads are fractions of R+ in (0, 1]")
+    return out
 
 
 def csv(text: str) -> list[str]:
@@ -40,13 +84,13 @@ def csv(text: str) -> list[str]:
 
 
 def sizes(text: str) -> tuple[int, ...]:
-    """Frame sizes (bytes incl. FCS) from '64,1500'."""
+    """Frame sizes (bytes incl. FCS) from '64,1500,imix' (IMIX: stats.IMIX)."""
     try:
-        out = tuple(int(w) for w in csv(text))
+        out = tuple(IMIX if w.lower() == "imix" else int(w) for w in csv(text))
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"bad size list {text!r}") from e
-    if not out or any(not 64 <= s <= 1518 for s in out):
-        raise argparse.ArgumentTypeError("sizes are 64..1518 bytes, FCS included")
+    if not out or any(not 64 <= s <= 1518 for s in out if s != IMIX):
+        raise argparse.ArgumentTypeError("sizes are 64..1518 bytes, FCS included, or imix")
     return out
 
 
@@ -79,7 +123,11 @@ def switch_keys(text: str) -> tuple[str, ...]:
 def add_common(p: argparse.ArgumentParser) -> None:
     """Options shared by run and compare."""
     p.add_argument("--scenario", default="v2v",
-                   help="comma-separated: v2v, p2p, loopback-1..5 (default v2v)")
+                   help="comma-separated: v2v, p2p, p2v (physical into a VNF), v2p (a VNF "
+                        "out of the physical port), loopback-1..5 (default v2v)")
+    p.add_argument("--pairs", type=int, default=1,
+                   help="NvsN: sender/receiver pairs at once, 1..4, each with its own two "
+                        "ports (default 1); not for loopback chains")
     p.add_argument("--phy", default="memif",
                    help="physical-port stand-ins for p2p and loopback, comma-separated: "
                         "memif (a memif link the generator owns) and/or veth (af_xdp, "
@@ -87,7 +135,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--direction", default="uni",
                    help="comma-separated: uni and/or bidir (default uni)")
     p.add_argument("--sizes", type=sizes, default=(64, 1500),
-                   help="frame sizes in bytes including the 4-byte FCS (default 64,1500)")
+                   help="frame sizes in bytes including the 4-byte FCS, and/or imix "
+                        "(64:570:1518 at 7:4:1; rows carry its mean, 354, and size_label "
+                        "imix) (default 64,1500)")
     p.add_argument("--trials", type=int, default=2,
                    help="generator runs per switch (alternating: per switch against the "
                         "baseline, orders alternate) and size (default 2)")
@@ -132,10 +182,36 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--placement-monitor", type=Path, default=None,
                    help="the vCPU-placement monitor (default bin/sluice-placement; rows are "
                         "'unlabelled' without one)")
+    p.add_argument("--latency", type=latency_modes, default=(),
+                   help="latency trials after the throughput ones, comma-separated: 'loads' "
+                        "(round-trip time at --loads fractions of each switch's R+ for p2p "
+                        "and loopback-1..4, as the seven-switch comparison's RTT table) "
+                        "and/or 'fixed:RATE' (the four-port v2v round trip at RATE, e.g. "
+                        "fixed:1Mpps as that study's v2v table); default none")
+    p.add_argument("--loads", type=loads, default=(0.10, 0.50, 0.99),
+                   help="fractions of R+ for --latency loads (default 0.1,0.5,0.99)")
+    p.add_argument("--latency-sizes", type=sizes, default=(64,),
+                   help="frame sizes of the latency trials (default 64, as published)")
+    p.add_argument("--latency-scenarios", default="",
+                   help="restrict --latency loads to these scenario families, e.g. p2p "
+                        "(default every p2p and loopback-1..4 scenario of the run)")
+    p.add_argument("--latency-duration", type=float, default=6.0,
+                   help="seconds of each latency trial, the first --warmup not counted "
+                        "(default 6)")
+    p.add_argument("--min-near", type=int, default=0,
+                   help="add throughput trials until each (switch, size) has this many "
+                        "trials with near-placement figures, or --budget runs out "
+                        "(default 0: only --trials; make bench uses 3)")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="seconds the extra trials of --min-near may add to the plan's "
+                        "expected length (default 0)")
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default bench/results/<UTC timestamp>/)")
     p.add_argument("--no-report", action="store_true",
                    help="do not write report.md and report.html at the end")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (trials in order, switches skipped and why) and its "
+                        "expected length, and start nothing")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -151,6 +227,7 @@ def make_parser() -> argparse.ArgumentParser:
                "  sluice-bench run --scenario v2v --switch sluice,testpmd --sizes 64,1500\n"
                "  sluice-bench run --matrix default --duration 2\n"
                "  sluice-bench compare testpmd testpmd --duration 20\n"
+               "  sluice-bench sweep --param chain --values 1,2,3 --switch sluice:patch\n"
                "  sluice-bench run --scenario loopback-1 --vnf l2fwd --allow-shared-cpu\n"
                "  sluice-bench report bench/results/20261122T174500Z\n")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -169,8 +246,35 @@ def make_parser() -> argparse.ArgumentParser:
                           "(default testpmd; the first switch when it is absent)")
     run.add_argument("--matrix", choices=("default",),
                      help="default: make bench's matrix (v2v and p2p memif/veth at 64 and "
-                          "1500 B, loopback-1 and -3 at 64 B, one way); overrides --scenario, "
-                          "--phy, --direction and --sizes")
+                          "1500 B, loopback-1 and -3 at 64 B, one way; latency at three loads "
+                          "for p2p and at 1 Mpps for the v2v round trip); overrides "
+                          "--scenario, --phy, --direction, --sizes, --pairs and --latency")
+    sw = sub.add_parser("sweep", help="one parameter through a list of values, a curve per "
+                                      "switch",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Run the same scenarios once per value of one parameter; "
+                                    "rows carry sweep_param and sweep_value and the report "
+                                    "draws a curve per switch.",
+                        epilog="parameters:\n"
+                               "  rate          latency trials at fractions of R+ (0.05..1.0, "
+                               "with a '.') or at rates (1Mpps)\n"
+                               "  size          frame sizes (64..1518, imix)\n"
+                               "  burst         sluice-gen's packets per transmit burst "
+                               "(1..512)\n"
+                               "  switch-burst  the switch's receive burst (sluiced and "
+                               "testpmd --burst, 1..256): VALE's batching curve\n"
+                               "  flows         distinct flows (1..1000000)\n"
+                               "  pairs         NvsN sender/receiver pairs (1..4)\n"
+                               "  chain         loopback-N chain length (1..5)\n"
+                               "example:\n"
+                               "  sluice-bench sweep --param switch-burst --values 1,4,16,64,256"
+                               " --switch sluice:patch,testpmd --scenario v2v --sizes 64\n")
+    sw.add_argument("--param", required=True, help="the parameter to sweep (see below)")
+    sw.add_argument("--values", required=True, type=csv, help="comma-separated values")
+    sw.add_argument("--switch", type=switch_keys, default=switch_keys("sluice:patch,testpmd"),
+                    help="comma-separated switches as for run (default sluice:patch,testpmd)")
+    sw.add_argument("--baseline", default="testpmd", help="as for run (default testpmd)")
+    add_common(sw)
     cmp_ = sub.add_parser("compare", help="two switches in alternating windows",
                           description="Ratio of switch A to switch B (NAME or NAME:MODE) "
                                       "from alternating windows; the same switch twice "
@@ -188,15 +292,26 @@ def make_parser() -> argparse.ArgumentParser:
 def units(args: argparse.Namespace) -> tuple[tuple[Scenario, tuple[int, ...]], ...]:
     """(scenario, sizes) pairs from the options or the default matrix."""
     if getattr(args, "matrix", None) == "default":
-        return tuple((scenarios.parse(n, phy, "uni", args.vnf), sz)
+        return tuple((scenarios.parse(n, phy, "uni", vnf=args.vnf), sz)
                      for n, phy, sz in DEFAULT_MATRIX)
     out = []
     for name in csv(args.scenario):
         for direction in csv(args.direction):
             phys = ["memif"] if name == "v2v" else csv(args.phy)
-            out += [(scenarios.parse(name, phy, direction, args.vnf), args.sizes)
+            out += [(scenarios.parse(name, phy, direction, args.pairs, vnf=args.vnf),
+                     args.sizes)
                     for phy in phys]
     return tuple(out)
+
+
+def latency_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The latency part of Settings (the default matrix brings its own)."""
+    default = getattr(args, "matrix", None) == "default"
+    return {"latency": DEFAULT_MATRIX_LATENCY if default else args.latency,
+            "latency_scenarios": (DEFAULT_MATRIX_LATENCY_SCENARIOS if default
+                                  else tuple(csv(args.latency_scenarios))),
+            "loads": args.loads, "latency_sizes": args.latency_sizes,
+            "latency_duration": args.latency_duration}
 
 
 def default_out() -> Path:
@@ -210,13 +325,17 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
     if args.duration - warmup - args.cooldown < 1:
         raise ValueError(f"--duration {args.duration} leaves under one counted second after "
                          f"--warmup {warmup} and --cooldown {args.cooldown}")
+    if args.latency and args.latency_duration - warmup < 1:
+        raise ValueError(f"--latency-duration {args.latency_duration} leaves under one counted "
+                         f"second after --warmup {warmup}")
     return Settings(units=units(args), switches=keys, trials=args.trials,
                     duration=args.duration, window=args.window, settle=args.settle,
                     warmup=warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
                     gen_cpu=args.gen_cpu, allow_shared_cpu=args.allow_shared_cpu,
                     baseline=baseline, out=args.out or default_out(), repo=REPO,
                     vnf=args.vnf, vnf_cpus=args.vnf_cpus or (), gen=args.gen,
-                    monitor=args.placement_monitor)
+                    monitor=args.placement_monitor, min_near=args.min_near,
+                    budget_s=args.budget, **latency_settings(args))  # type: ignore[arg-type]
 
 
 def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
@@ -228,6 +347,29 @@ def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
         # Two instances of one switch: the second key carries a marker the runner strips.
         return (a[0], b[0] + "#2"), b[0] + "#2"
     return (a[0], b[0]), b[0]
+
+
+def dry_run(s: Settings, args: argparse.Namespace) -> int:
+    """Prints the plan of S (every value's, for a sweep) and its expected length."""
+    plans = (sweep.plans(s, args.param, args.values, rate, sizes)
+             if args.command == "sweep" else [s])
+    total = 0.0
+    for one in plans:
+        r = Runner(one, lambda *_: None, lambda msg: print(f"  {msg}"))
+        try:
+            for scn, keys, specs in r.plan_cache:
+                print(f"{scn.label()}: {', '.join(keys)}")
+                for sp in specs:
+                    at = (f" at {sp.load:g} R+" if sp.load is not None else
+                          f" at {sp.rate_pps / 1e6:g} Mpps" if sp.rate_pps else "")
+                    print(f"  {sp.size} B trial {sp.trial} {sp.method}{at}: "
+                          f"{' vs '.join(sp.gen_order)}")
+            total += r.total_seconds(r.plan_cache)
+        finally:
+            r.cleanup_work()
+    print(f"expected: {total / 60:.1f} min without --min-near extras "
+          f"(budget {s.budget_s:.0f} s)")
+    return 0
 
 
 def _raise_interrupt(signum: int, _frame: object) -> None:
@@ -249,9 +391,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         keys, baseline = args.switch, args.baseline
     try:
         s = settings(args, keys, baseline)
-    except ValueError as e:
+        if args.command == "sweep":
+            sweep.check_values(args.param, args.values)
+            for v in args.values:
+                sweep.settings_for(s, args.param, v, rate, sizes)
+    except (ValueError, argparse.ArgumentTypeError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    if args.dry_run:
+        return dry_run(s, args)
     from sluice.bench.progress import run_with_progress
     # SIGTERM and SIGHUP (a timeout, a closed terminal, a cancelled CI job) unwind like ^C,
     # so that every switch is continued, stopped and cleaned up by the runner's finally
@@ -259,7 +407,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)
     try:
-        rows = run_with_progress(Runner, s)
+        if args.command == "sweep":
+            rows = sweep.run(s, args.param, args.values,
+                             lambda one: run_with_progress(Runner, one), rate, sizes)
+        else:
+            rows = run_with_progress(Runner, s)
     except arrange.SharedCpuError as e:
         print(f"{PROG}: refused: {e}", file=sys.stderr)
         return 2

@@ -5,7 +5,9 @@ switch against the baseline; even trials put the measured switch first in the ge
 loop, odd trials the baseline, so a bias of position cancels). Kernel switches, every
 switch in a `kernel_path` scenario and every switch with VNF processes (`--vnf l2fwd`, ...)
 run in interleaved trials in round-robin order: each trial visits every switch once,
-starting one further along each time.
+starting one further along each time. Latency trials run
+one switch at a time at a set rate (a fraction of its R+ measured earlier in the run, or a
+fixed rate) after the throughput trials of their scenario.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from sluice.bench.scenarios import Scenario
 # What a start-up or a trial costs beyond its measured seconds, for the ETA.
 START_S = 6.0
 GEN_OVERHEAD_S = 3.0
+# The published comparison's loads, as fractions of R+.
+LOADS = (0.10, 0.50, 0.99)
+# Latency-at-loads scenarios of the published comparison: p2p and loopback-1..4.
+MAX_LATENCY_CHAIN = 4
 
 
 @dataclass(frozen=True)
@@ -27,8 +33,17 @@ class TrialSpec:
     scenario: Scenario
     size: int
     trial: int
-    method: str
+    method: str                       # alternating, interleaved or latency
     switches: tuple[str, ...]
+    load: float | None = None         # latency at this fraction of R+ ...
+    rate_pps: float | None = None     # ... or at this fixed rate (all senders together)
+
+    @property
+    def latency_kind(self) -> str:
+        """loads or fixed for latency trials, '' for throughput ones."""
+        if self.method != "latency":
+            return ""
+        return "loads" if self.load is not None else "fixed"
 
     @property
     def gen_order(self) -> tuple[str, ...]:
@@ -76,6 +91,26 @@ def trials_for(scn: Scenario, sizes: Sequence[int], keys: Sequence[str], kernel:
                     for t, k in round_robin(others, trials)]
         else:
             out += [TrialSpec(scn, size, t, method, (k,)) for t, k in round_robin(keys, trials)]
+    return out
+
+
+def has_load_latency(scn: Scenario) -> bool:
+    """Whether the published comparison measured latency at loads in SCN (p2p and
+    loopback-1..4, one way)."""
+    return (scn.family == "p2p" or 1 <= scn.chain <= MAX_LATENCY_CHAIN) and not scn.rtt
+
+
+def latency_for(scn: Scenario, sizes: Sequence[int], keys: Sequence[str],
+                loads: Sequence[float] = (), rate_pps: float | None = None,
+                trials: int = 1) -> list[TrialSpec]:
+    """Latency trials of SCN: each switch at each load (or at RATE_PPS), TRIALS times, in
+    round-robin order so a placement phase does not fall on one switch only."""
+    out: list[TrialSpec] = []
+    for size in sizes:
+        for t, k in round_robin(keys, trials):
+            if rate_pps is not None:
+                out.append(TrialSpec(scn, size, t, "latency", (k,), rate_pps=rate_pps))
+            out += [TrialSpec(scn, size, t, "latency", (k,), load=f) for f in loads]
     return out
 
 

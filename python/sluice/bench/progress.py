@@ -30,7 +30,11 @@ def run_with_progress(runner_cls: type[Runner], s: Settings) -> list[Row]:
         def advance(seconds: float, what: str) -> None:
             bar.update(task, advance=seconds, description=what[:70])
 
+        def grow(seconds: float) -> None:
+            bar.update(task, total=(bar.tasks[0].total or 0) + seconds)
+
         runner = runner_cls(s, advance, lambda msg: bar.console.print(f"[yellow]{msg}"))
+        runner.grow = grow
         bar.update(task, total=runner.total_seconds(runner.plan_cache), description="running")
         rows = runner.run()
         bar.update(task, completed=bar.tasks[0].total, description="done")
@@ -43,11 +47,16 @@ def summary_table(rows: Sequence[Row]) -> Table:
     t = Table(title="sluice-bench summary (R+ = mean received rate; ratios from alternating "
                     "windows)")
     for col in ("scenario", "size", "switch", "trial", "placement", "method", "R+ Mpps",
-                "loss", "ratio [q1, q3] (n)", "flags"):
+                "loss", "ratio [q1, q3] (n) / latency", "flags"):
         t.add_column(col)
     for r in rows:
         ratio = (f"{r.ratio_median:.3f} [{r.ratio_q1:.3f}, {r.ratio_q3:.3f}] ({r.ratio_n}) "
                  f"vs {r.ratio_vs}" if r.ratio_median is not None else "")
+        if r.method == "latency":
+            at = (f"{r.latency_load:g} R+" if r.latency_load is not None
+                  else f"{(r.asked_pps or 0) / 1e6:g} Mpps")
+            ratio = (f"RTT at {at}: mean {r.latency_ns.get('mean', 0) / 1e3:.1f} us, "
+                     f"p99 {r.latency_ns.get('p99', 0) / 1e3:.1f} us")
         flags = ",".join(f for f, on in (("oversubscribed", r.oversubscribed),
                                          ("generator_bound", r.generator_bound),
                                          ("kernel_path", r.kernel_path)) if on)

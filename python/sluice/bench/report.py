@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sluice.bench import published, report_latency, report_sweep
 from sluice.bench.schema import Row, load_rows
 from sluice.bench.stats import gbps, spread
 
@@ -29,12 +30,15 @@ def key_of(r: Row) -> str:
 def scenario_of(r: Row) -> str:
     """v2v, p2p/memif, loopback-1/memif ... with the direction when not one-way."""
     name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+    if r.pairs > 1:
+        name += f" {r.pairs}vs{r.pairs}"
     return name if r.direction == "uni" else f"{name} {r.direction}"
 
 
 def comparable(rows: Iterable[Row]) -> list[Row]:
-    """The rows that may be compared: not oversubscribed."""
-    return [r for r in rows if not r.oversubscribed]
+    """The throughput rows that may be compared: not oversubscribed, not latency trials
+    (those ran below saturation)."""
+    return [r for r in rows if not r.oversubscribed and r.method != "latency"]
 
 
 def best_placement(rows: Sequence[Row]) -> str:
@@ -54,6 +58,7 @@ def throughput_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
         sp = spread(rates)
         out.append({"scenario": scn, "size": size, "switch": key, "placement": place,
                     "method": rs[0].method, "rx_mpps": statistics.fmean(rates) / 1e6,
+                    "size_label": rs[0].size_label,
                     "q1_mpps": sp.q1 / 1e6, "q3_mpps": sp.q3 / 1e6, "trials": len(rs),
                     "samples": sum(r.samples for r in rs),
                     "loss": statistics.fmean(r.loss for r in rs),
@@ -66,10 +71,10 @@ def throughput_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
 
 
 def _cpu_per_mpps(rs: Sequence[Row]) -> float | None:
-    """The switch's CPU seconds per second of its trial, per Mpps forwarded: interleaved
-    rows only (in alternating runs a switch is stopped half the time)."""
-    vals = [r.switch_cpu_s / r.wall_s / (r.rx_pps / 1e6) for r in rs
-            if r.switch_cpu_s and r.wall_s and r.rx_pps and r.method == "interleaved"]
+    """The switch's CPU seconds per second it ran, per Mpps forwarded. In an alternating
+    trial each switch runs in every other window, so for half of the trial's wall time."""
+    vals = [r.switch_cpu_s / (r.wall_s * (0.5 if r.method == "alternating" else 1.0))
+            / (r.rx_pps / 1e6) for r in rs if r.switch_cpu_s and r.wall_s and r.rx_pps]
     return statistics.fmean(vals) if vals else None
 
 
@@ -90,6 +95,11 @@ def ratio_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
                     "q3": statistics.median(q3s), "ratios": sum(r.ratio_n for r in rs),
                     "windows": sum(r.samples for r in rs), "trials": len(rs)})
     return out
+
+
+def size_text(size: int, label: str = "") -> str:
+    """'64 B', or 'IMIX (354 B mean)'."""
+    return f"IMIX ({size} B mean)" if label == "imix" else f"{size} B"
 
 
 def md_table(headers: Sequence[str], lines: Iterable[Sequence[Any]]) -> str:
@@ -201,7 +211,8 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                  "Gbit/s L1", "Gbit/s L2", "loss", "trials", "samples",
                  "switch CPU s/s per Mpps",
                  "flags"],
-                [[t["scenario"], f"{t['size']} B", t["switch"], t["placement"], t["method"],
+                [[t["scenario"], size_text(t["size"], t["size_label"]), t["switch"],
+                  t["placement"], t["method"],
                   f"{t['rx_mpps']:.2f}", f"{t['q1_mpps']:.2f}-{t['q3_mpps']:.2f}",
                   f"{t['gbps_l1']:.2f}", f"{t['gbps_l2']:.2f}", f"{100 * t['loss']:.3f} %",
                   str(t["trials"]), str(t["samples"]), _fmt(t["cpu_s_per_mpps"], 2),
@@ -219,6 +230,19 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                   f"{t['ratio']:.3f}", f"{t['q1']:.3f}", f"{t['q3']:.3f}",
                   f"{t['q3'] - t['q1']:.3f}", str(t["ratios"]), str(t["windows"]),
                   str(t["trials"])] for t in ratios if is_baseline(t["vs"], baseline)]))
+    near = manifest.get("near_trials") or []
+    if near:
+        out.append(("Trials with near placement",
+                    "With --min-near the harness adds throughput trials until each switch "
+                    "and size has that many trials with near-placement figures, or its time "
+                    "budget runs out; this says which.",
+                    ["scenario", "switch", "size", "near trials", "wanted", "trials",
+                     "outcome"],
+                    [[n["scenario"], n["switch"], f"{n['size']} B", str(n["near_trials"]),
+                      str(n["wanted"]), str(n["trials"]), n["outcome"]] for n in near]))
+    out += report_latency.sections(rows)
+    out += report_sweep.sections(rows)
+    out += published.sections(rows, baseline)
     for scn, name in figs.items():
         out.append((f"Figure: {scn}", f"![{scn}](figures/{name}.png)", [], None))
     steer = sorted({(key_of(r), r.steering) for r in rows if r.steering})
@@ -263,12 +287,10 @@ METHOD_TEXT = (
     "are generator_bound: the generator, not the switch, set the rate.")
 
 MISSING_TEXT = (
-    "Latency at 0.10/0.50/0.99 of R+ and v2v round trips at 1 Mpps (the rows carry only "
-    "sluice-gen's one-way latency at saturation, which measures queueing); NDR/PDR search; "
-    "process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are functional checks on "
-    "2 CPUs, their rows oversubscribed); p2v; NvsN multi-pair runs; the ovs-netdev "
-    "(afxdp) peer; IMIX in the default matrix; adding trials until each figure has 3 near "
-    "trials.")
+    "NDR/PDR search; process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are "
+    "functional checks on 2 CPUs, their rows oversubscribed); the ovs-netdev (afxdp) peer; "
+    "IMIX in the default matrix. The latency_ns of throughput rows is sluice-gen's at "
+    "saturation, which measures queueing; the latency tables come from trials at set rates.")
 
 
 def render_md(secs: Sequence[tuple[str, str, list[str], list[list[str]] | None]],
@@ -326,6 +348,12 @@ def write(d: Path) -> Path:
     chain = chain_figure(tput, figdir)
     if chain:
         figs["loopback chain length"] = chain
+    sweep = report_sweep.figure(rows, figdir)
+    if sweep:
+        figs["sweep"] = sweep
+    lat = report_latency.cdf_figure(rows, d, figdir)
+    if lat:
+        figs["latency CDF"] = lat
     title = f"sluice-bench report: {d.name}"
     secs = sections(rows, manifest, figs)
     (d / "report.md").write_text(render_md(secs, title))

@@ -4,6 +4,10 @@ Every userspace switch is SIGSTOPped as soon as it has started and continued onl
 trials it takes part in, so no idle poller competes with the one measured (nor with the
 other users of the machine). Whatever happens, every process is continued and stopped, and
 the namespaces and hugepage files made here are removed.
+
+Per scenario: the planned throughput trials, then more of them while some (switch, size)
+has fewer than --min-near trials with near-placement figures and the time budget lasts,
+then the latency trials, whose loads are fractions of the R+ the throughput trials found.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import math
 import os
 import shutil
 import signal
+import statistics
 import tempfile
 import time
 from collections import defaultdict
@@ -23,10 +28,19 @@ from typing import Any
 
 from sluice.bench import arrange, gen, manifest, placement, procs, vnfs
 from sluice.bench.abwindows import Window
-from sluice.bench.plan import TrialSpec, expected_seconds, trials_for
-from sluice.bench.scenarios import Namespaces, Scenario, topology
+from sluice.bench.plan import (
+    GEN_OVERHEAD_S,
+    LOADS,
+    START_S,
+    TrialSpec,
+    has_load_latency,
+    latency_for,
+    pick_baseline,
+    trials_for,
+)
+from sluice.bench.scenarios import Namespaces, Scenario, round_trip, topology
 from sluice.bench.schema import Row, append_rows
-from sluice.bench.stats import Sample, loss_fraction, r_plus, trim
+from sluice.bench.stats import IMIX, Sample, gen_size, loss_fraction, r_plus, row_size, trim
 from sluice.bench.switches import ADAPTERS, Context, Switch
 from sluice.bench.windows import Labelled, figures, ratios_by_label
 
@@ -55,6 +69,18 @@ class Settings:
     vnf_cpus: tuple[int, ...] = ()     # CPUs of process VNFs, in turn; default: gen_cpu
     gen: Path | None = None            # sluice-gen; default: the repository's build
     monitor: Path | None = None        # placement monitor; default: bin/sluice-placement
+    latency: tuple[str, ...] = ()      # "loads" and/or "fixed:<pps>"
+    latency_sizes: tuple[int, ...] = (64,)
+    latency_scenarios: tuple[str, ...] = ()   # families for loads; () = every eligible
+    latency_duration: float = 6.0
+    latency_trials: int = 1
+    loads: tuple[float, ...] = LOADS
+    min_near: int = 0                  # add trials until each (switch, size) has this many
+    budget_s: float = 0.0              # ... near ones, or these extra seconds are spent
+    gen_extra: tuple[str, ...] = ()    # more sluice-gen options (--burst, --flows)
+    switch_burst: int | None = None    # the switches' receive burst, where they have one
+    fixed_any_scenario: bool = False   # fixed-rate latency in every scenario, not the v2v RTT
+    tags: dict[str, str] = field(default_factory=dict)   # sweep_param/sweep_value of rows
 
     @property
     def vnf_cpu_list(self) -> tuple[int, ...]:
@@ -69,7 +95,14 @@ class Settings:
 
     def gen_seconds(self, method: str) -> float:
         """How long sluice-gen sends in a trial of METHOD."""
+        if method == "latency":
+            return self.latency_duration
         return self.alt_duration if method == "alternating" else self.duration
+
+    @property
+    def fixed_rates(self) -> list[float]:
+        """The rates of --latency fixed:RATE, packets per second."""
+        return [float(m.split(":", 1)[1]) for m in self.latency if m.startswith("fixed:")]
 
 
 @dataclass
@@ -120,6 +153,12 @@ class Runner:
         self.versions: dict[str, str] = {}
         self.results = settings.out / "results.jsonl"
         self.letters = iter("abcdefghijklmnopqrstuvwxyz")
+        # (key, scenario, size) -> [(rx_pps, samples, placement)] of throughput rows: the R+
+        # that latency loads are fractions of.
+        self.rplus_seen: dict[tuple[str, Scenario, int], list[tuple[float, int, str]]] = \
+            defaultdict(list)
+        self.near_report: list[dict[str, Any]] = []
+        self.grow: Callable[[float], None] = lambda _s: None   # the ETA's total grows
 
     # -- plan ---------------------------------------------------------------------------
     def usable_keys(self, scn: Scenario) -> list[str]:
@@ -144,7 +183,8 @@ class Runner:
         self.say(f"skipped {key} in {scn.label()}: {why}")
 
     def plan(self) -> list[tuple[Scenario, list[str], list[TrialSpec]]]:
-        """Per scenario: the switches that run and their trials."""
+        """Per scenario: the switches that run and their trials (throughput first, then
+        latency); the v2v round trip of --latency fixed:RATE is a scenario of its own."""
         out = []
         for scn, sizes in self.s.units:
             if scn.chain and not vnfs.is_process(scn.vnf) and not gen.has_inline_vnfs(self.gen):
@@ -161,8 +201,28 @@ class Runner:
             if not keys:
                 continue
             kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
-            out.append((scn, keys, trials_for(scn, sizes, keys, kernel, self.s.trials,
-                                              self.s.baseline)))
+            specs = trials_for(scn, sizes, keys, kernel, self.s.trials, self.s.baseline)
+            anywhere = "*" in self.s.latency_scenarios
+            if ("loads" in self.s.latency and (has_load_latency(scn) or anywhere)
+                    and (anywhere or scn.family in (self.s.latency_scenarios
+                                                    or (scn.family,)))):
+                lat_sizes = [z for z in sizes if z in self.s.latency_sizes]
+                specs += latency_for(scn, lat_sizes, keys, self.s.loads,
+                                     trials=self.s.latency_trials)
+            if self.s.fixed_any_scenario:
+                specs += [sp for rate in self.s.fixed_rates
+                          for sp in latency_for(scn, sizes, keys, (), rate,
+                                                self.s.latency_trials)]
+            out.append((scn, keys, specs))
+        has_v2v = any(scn.family == "v2v" for scn, _ in self.s.units)
+        if not self.s.fixed_any_scenario and self.s.fixed_rates and has_v2v:
+            rtt = round_trip()
+            keys = self.usable_keys(rtt)
+            specs = [sp for rate in self.s.fixed_rates
+                     for sp in latency_for(rtt, self.s.latency_sizes, keys, (), rate,
+                                           self.s.latency_trials)]
+            if keys and specs:
+                out.append((rtt, keys, specs))
         return out
 
     def check_vnf_arrangement(self, scn: Scenario) -> None:
@@ -175,7 +235,8 @@ class Runner:
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
         """Expected length of PLAN."""
-        return sum(expected_seconds(specs, self.s.gen_seconds(specs[0].method), len(keys))
+        return sum(len(keys) * START_S
+                   + sum(self.s.gen_seconds(sp.method) + GEN_OVERHEAD_S for sp in specs)
                    for _, keys, specs in plan)
 
     # -- switches -----------------------------------------------------------------------
@@ -184,7 +245,9 @@ class Runner:
         work.mkdir(parents=True, exist_ok=True)
         return Context(work=work, tag=f"{self.tag}{sub[-1]}", switch_cpu=self.s.switch_cpu,
                        ctl_cpu=self.s.gen_cpu, repo=self.s.repo,
-                       extra={"gen_veth_driver": "af_xdp"})
+                       extra={"gen_veth_driver": "af_xdp",
+                              **({"burst": str(self.s.switch_burst)}
+                                 if self.s.switch_burst else {})})
 
     def start_switches(self, scn: Scenario, keys: Sequence[str], live: Live) -> None:
         """Starts KEYS for SCN, each stopped right after it started; failures skipped."""
@@ -233,6 +296,10 @@ class Runner:
                 live.netns.delete()
             self.keep_logs()
 
+    def cleanup_work(self) -> None:
+        """Removes the private work directory (run() does it itself)."""
+        shutil.rmtree(self.work, ignore_errors=True)
+
     def keep_logs(self) -> None:
         """Copies the switches' logs into OUT/logs."""
         dest = self.s.out / "logs"
@@ -253,12 +320,11 @@ class Runner:
         return arrange.check(phases, self.s.allow_shared_cpu)
 
     def gen_cmd(self, spec: TrialSpec, sws: Sequence[Switch], out: Path,
-                netns: str | None) -> list[str]:
+                netns: str | None, extra: Sequence[str] = ()) -> list[str]:
         """The sluice-gen command of one trial."""
         cmd = [str(self.gen), "--cpu", str(self.s.gen_cpu), "--role", "txrx", "--size",
-               str(spec.size), "--rate", "max", "--duration",
-               str(self.s.gen_seconds(spec.method)), "--json",
-               "--out", str(out)]
+               gen_size(spec.size), "--duration", str(self.s.gen_seconds(spec.method)), "--json",
+               "--out", str(out), *(extra or ("--rate", "max")), *self.s.gen_extra]
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
         for sw in sws:
@@ -270,12 +336,12 @@ class Runner:
             cmd += ["--warmup", str(self.s.warmup), "--cooldown", str(self.s.cooldown)]
         return ["ip", "netns", "exec", netns, *cmd] if netns else cmd
 
-    def run_gen(self, spec: TrialSpec, sws: Sequence[Switch], live: Live) -> gen.GenResult:
+    def run_gen(self, spec: TrialSpec, sws: Sequence[Switch], live: Live,
+                extra: Sequence[str] = ()) -> gen.GenResult:
         """One sluice-gen run; on veths an af_xdp failure is retried with af_packet."""
-        name = f"gen-{spec.scenario.name}-{spec.size}-{spec.trial}-{'-'.join(spec.switches)}"
-        out = self.work / f"{name.replace(':', '_')}.json"
+        out = self.work / f"{trial_name(spec)}.json"
         netns = live.netns.gen if live.netns else None
-        cmd = self.gen_cmd(spec, sws, out, netns)
+        cmd = self.gen_cmd(spec, sws, out, netns, extra)
         log = self.s.out / "logs" / out.with_suffix(".log").name
         log.parent.mkdir(parents=True, exist_ok=True)
         timeout = self.s.gen_seconds(spec.method) + 30
@@ -295,6 +361,8 @@ class Runner:
         keys = spec.gen_order
         sws = [live.switches[k] for k in keys]
         over = self.oversubscribed(sws, spec.method == "alternating", live.vnf_pollers(keys))
+        extra: list[str] = []
+        lat: dict[str, Any] = {}
         before = {k: self.cpu_of(live.switches[k]) for k in keys}
         busy0 = procs.cpu_busy()
         t0 = time.monotonic()
@@ -302,7 +370,9 @@ class Runner:
         try:
             time.sleep(0.3)
             with self.monitor.running():
-                res = self.run_gen(spec, sws, live)
+                if spec.method == "latency":
+                    extra, lat = self.latency_args(spec, self.current_label())
+                res = self.run_gen(spec, sws, live, extra)
         finally:
             live.signal(keys, signal.SIGSTOP)
         wall = round(time.monotonic() - t0, 3)
@@ -311,7 +381,79 @@ class Runner:
         common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall}
         if spec.method == "alternating":
             return self.alternating_rows(spec, sws, keys, common)
+        if spec.method == "latency":
+            return [self.latency_row(spec, sws[0], keys[0], common, lat)]
         return self.interleaved_rows(spec, sws[0], keys[0], common)
+
+    # -- latency ------------------------------------------------------------------------
+    def rplus(self, key: str, scn: Scenario, size: int, label: str) -> tuple[float, str] | None:
+        """R+ of KEY in SCN at SIZE from this run's throughput rows (mean of their received
+        rates weighted by the samples each rests on) and the placement it came from: rows of
+        placement LABEL when there are any (the rate changes by 1.4-2.6x with it), else all
+        of them ('any'). None when none ran."""
+        seen = [t for t in self.rplus_seen.get((key, scn, size), []) if t[1] > 0]
+        same = [t for t in seen if t[2] == label]
+        use, where = (same, label) if same else (seen, "any")
+        total = sum(n for _, n, _ in use)
+        return (sum(rx * n for rx, n, _ in use) / total, where) if total else None
+
+    def current_label(self, wait_s: float = 1.0) -> str:
+        """The placement the monitor (running) sees now, from its probes of the next
+        WAIT_S seconds at most; 'unlabelled' without a monitor or a probe."""
+        if not self.monitor.available:
+            return "unlabelled"
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < wait_s:
+            time.sleep(0.2)
+            lab = placement.label(self.monitor.probes(), t0, time.monotonic())
+            if lab != "unlabelled":
+                return lab
+        return "unlabelled"
+
+    def latency_args(self, spec: TrialSpec, label: str) -> tuple[list[str], dict[str, Any]]:
+        """sluice-gen's rate and histogram options of a latency trial starting in placement
+        LABEL, and the row fields they imply; RuntimeError when a load has no R+ to be a
+        fraction of."""
+        scn = spec.scenario
+        senders = scn.pairs * (2 if scn.direction == "bidir" else 1)
+        rp, where = None, ""
+        if spec.load is not None:
+            found = self.rplus(spec.switches[0], scn, row_size(spec.size), label)
+            if found is None:
+                raise RuntimeError(f"no R+ of {spec.switches[0]} in {scn.label()} at "
+                                   f"{gen_size(spec.size)} B to take {spec.load:g} of")
+            rp, where = found
+            total = spec.load * rp
+        else:
+            assert spec.rate_pps is not None
+            total = spec.rate_pps
+        hist = self.s.out / "hist" / f"{trial_name(spec)}.json"
+        hist.parent.mkdir(parents=True, exist_ok=True)
+        args = ["--rate", f"{max(total / senders, 1.0):.0f}", "--hist-out", str(hist)]
+        fields = {"latency_kind": spec.latency_kind, "latency_load": spec.load,
+                  "asked_pps": round(total, 1), "rplus_pps": rp, "rplus_placement": where,
+                  "hist": str(hist.relative_to(self.s.out))}
+        return args, fields
+
+    def latency_row(self, spec: TrialSpec, sw: Switch, key: str, common: dict[str, Any],
+                    lat: dict[str, Any]) -> Row:
+        """The row of a latency trial: one placement label over its counted seconds (the
+        histogram cannot be split by second)."""
+        res: gen.GenResult = common["res"]
+        kept = trim(res.samples, self.s.warmup, 0.0, self.s.latency_duration)
+        lab = (placement.label(self.monitor.probes(), kept[0].monotonic_s - 1.0,
+                               kept[-1].monotonic_s) if kept else "unlabelled")
+        summ = res.summary
+        tx, rx = int(summ.get("tx_packets", 0) or 0), int(summ.get("rx_packets", 0) or 0)
+        if self.s.tags.get("sweep_param") == "rate":
+            lat = {**lat, "sweep_value": (f"{spec.load:g}" if spec.load is not None
+                                          else f"{spec.rate_pps:.0f}")}
+        return self.base_row(
+            spec, sw, key, common, placement=lab,
+            rx_pps=statistics.fmean(s.rx_pps for s in kept) if kept else 0.0,
+            tx_pps=statistics.fmean(s.tx_pps for s in kept) if kept else 0.0,
+            loss=loss_fraction(tx, rx) if tx else 0.0,
+            samples=len(kept), counted_s=float(len(kept)), **lat)
 
     @staticmethod
     def cpu_of(sw: Switch) -> float | None:
@@ -323,11 +465,14 @@ class Runner:
                  **kw: Any) -> Row:
         """A row with the fields every method fills the same way."""
         res: gen.GenResult = common["res"]
+        tags = {**self.s.tags, **kw_tags(kw)}
         idle = float(res.summary.get("idle_fraction", 0.0))
         lat = {k: float(v) for k, v in (res.summary.get("latency_ns") or {}).items()
                if isinstance(v, int | float)}
         return Row(switch=sw.name, mode=sw.mode, key=key, scenario=spec.scenario.name,
-                   phy=spec.scenario.phy, vnf=spec.scenario.vnf, size=spec.size,
+                   phy=spec.scenario.phy, vnf=spec.scenario.vnf, size=row_size(spec.size),
+                   size_label="imix" if spec.size == IMIX else "",
+                   pairs=spec.scenario.pairs, **tags,
                    direction=spec.scenario.direction, trial=spec.trial,
                    method=spec.method, oversubscribed=common["over"],
                    generator_bound=idle < 0.01, kernel_path=spec.scenario.kernel_path,
@@ -386,27 +531,95 @@ class Runner:
                 samples=len(samples), counted_s=float(len(samples))))
         return rows
 
+    # -- more trials until enough ran near ----------------------------------------------
+    def near_trials(self, rows: Sequence[Row], key: str, size: int) -> int:
+        """How many trials of KEY at SIZE gave near-placement figures (two samples or more:
+        one window or second says little)."""
+        return len({r.trial for r in rows if r.key == key and r.size == row_size(size)
+                    and r.placement == "near" and r.samples >= 2})
+
+    def wanting(self, rows: Sequence[Row], keys: Sequence[str],
+                specs: Sequence[TrialSpec]) -> TrialSpec | None:
+        """One more throughput trial for the (switch, size) furthest below --min-near, None
+        when every one has enough."""
+        short = []
+        for sp in specs:
+            for k in sp.switches:
+                n = self.near_trials(rows, k, sp.size)
+                if n < self.s.min_near:
+                    short.append((n, sp.size, k, sp))
+        if not short:
+            return None
+        _, size, key, sp = min(short, key=lambda t: t[:2])
+        trial = 1 + max(s.trial for s in specs if s.size == size)
+        if sp.method == "alternating":
+            base = pick_baseline(keys, self.s.baseline)
+            pair = (key, base) if key != base else sp.switches
+            return TrialSpec(sp.scenario, size, trial, "alternating", pair)
+        return TrialSpec(sp.scenario, size, trial, "interleaved", (key,))
+
+    def top_up(self, specs: list[TrialSpec], rows: list[Row], keys: Sequence[str],
+               live: Live, deadline: float) -> list[Row]:
+        """Runs extra trials while a (switch, size) lacks near trials and time is left;
+        records which (switch, size) ended with enough and which ran out of budget."""
+        added: list[Row] = []
+        while True:
+            nxt = self.wanting(rows + added, keys, specs)
+            cost = self.s.gen_seconds(nxt.method) + GEN_OVERHEAD_S if nxt else 0.0
+            if nxt is None or time.monotonic() + cost > deadline:
+                break
+            self.grow(cost)
+            specs.append(nxt)
+            added += self.one(nxt, live)
+        for key, size in sorted({(k, sp.size) for sp in specs for k in sp.switches}):
+            n = self.near_trials(rows + added, key, size)
+            self.near_report.append({
+                "scenario": specs[0].scenario.label(), "switch": key, "size": row_size(size),
+                "near_trials": n, "wanted": self.s.min_near,
+                "trials": len({sp.trial for sp in specs if key in sp.switches
+                               and sp.size == size}),
+                "outcome": "enough" if n >= self.s.min_near else "budget ran out"})
+        return added
+
     # -- the whole run ------------------------------------------------------------------
     def run(self) -> list[Row]:
         """Runs the plan; returns every row (also appended to results.jsonl as they come)."""
         self.s.out.mkdir(parents=True, exist_ok=True)
         all_rows: list[Row] = []
+        deadline = time.monotonic() + self.total_seconds(self.plan_cache) + self.s.budget_s
         try:
             for scn, keys, specs in self.plan_cache:
                 with self.scenario(scn, keys) as live:
-                    for spec in specs:
-                        all_rows += self.one(spec, live)
+                    all_rows += self.run_scenario(specs, keys, live, deadline)
         finally:
             self.write_manifest()
             shutil.rmtree(self.work, ignore_errors=True)
         return all_rows
 
+    def run_scenario(self, specs: Sequence[TrialSpec], keys: Sequence[str], live: Live,
+                     deadline: float) -> list[Row]:
+        """Throughput trials, the top-up to --min-near, then latency trials."""
+        thru = [sp for sp in specs if sp.method != "latency"]
+        rows: list[Row] = []
+        for spec in thru:
+            rows += self.one(spec, live)
+        if self.s.min_near > 0 and thru:
+            rows += self.top_up(thru, rows, keys, live, deadline)
+        for spec in specs:
+            if spec.method == "latency":
+                rows += self.one(spec, live)
+        return rows
+
     def one(self, spec: TrialSpec, live: Live) -> list[Row]:
         """Runs SPEC if its switches started; a failed trial is recorded, not fatal."""
-        what = (f"{spec.scenario.label()} {spec.size} B trial {spec.trial}: "
+        what = (f"{spec.scenario.label()} {gen_size(spec.size)} B trial {spec.trial}: "
                 + " vs ".join(spec.switches))
+        if spec.method == "latency":
+            what += (f" latency at {spec.load:g} R+" if spec.load is not None
+                     else f" latency at {(spec.rate_pps or 0) / 1e6:g} Mpps")
         if any(k not in live.switches for k in spec.switches):
-            self.progress(self.s.gen_seconds(spec.method) + 3, f"{what} (skipped)")
+            self.progress(self.s.gen_seconds(spec.method) + GEN_OVERHEAD_S,
+                          f"{what} (skipped)")
             return []
         try:
             rows = self.run_trial(spec, live)
@@ -416,7 +629,11 @@ class Runner:
             self.skip("+".join(spec.switches), spec.scenario, f"trial failed: {e}")
             rows = []
         append_rows(self.results, rows)
-        self.progress(self.s.gen_seconds(spec.method) + 3, what)
+        for r in rows:
+            if r.method != "latency":
+                self.rplus_seen[(r.key, spec.scenario, r.size)].append(
+                    (r.rx_pps, r.samples, r.placement))
+        self.progress(self.s.gen_seconds(spec.method) + GEN_OVERHEAD_S, what)
         return rows
 
     @property
@@ -438,8 +655,27 @@ class Runner:
                                          else None)
         m = manifest.collect(self.s.repo, self.versions, settings)
         m["skipped"] = self.skipped
+        m["near_trials"] = self.near_report
         m["sluice_gen"] = str(self.gen)
         manifest.write(self.s.out / "manifest.json", m)
+
+
+def kw_tags(kw: dict[str, Any]) -> dict[str, Any]:
+    """Sweep tags a caller of base_row set itself (popped from KW, they win)."""
+    return {k: kw.pop(k) for k in ("sweep_param", "sweep_value") if k in kw}
+
+
+def trial_name(spec: TrialSpec) -> str:
+    """A file-name-safe name of one trial."""
+    scn = spec.scenario
+    parts = [scn.name + ("-rtt" if scn.rtt else ""), scn.phy, scn.direction,
+             f"{scn.pairs}p" if scn.pairs > 1 else "", gen_size(spec.size), f"t{spec.trial}",
+             *spec.switches]
+    if spec.load is not None:
+        parts.append(f"load{spec.load:g}")
+    if spec.rate_pps is not None:
+        parts.append(f"rate{spec.rate_pps:.0f}")
+    return "gen-" + "-".join(p for p in parts if p).replace(":", "_").replace("#", "_")
 
 
 def _delta(now: float | None, before: float | None) -> float | None:

@@ -6,9 +6,17 @@
   generator owns) or `--phy veth` (a veth pair whose far end sits in the generator's
   namespace; the switch attaches with af_xdp, or af_packet where that fails; these rows are
   `kernel_path`, bounded by the kernel's veth path).
+- `p2v`: a physical stand-in into a VNF's vhost-user port (the generator's virtio-user end
+  receives, as the VNF would); `v2p` the reverse, a VNF sending out of the physical port.
 - `loopback-N`: phy -> VNF1 -> ... -> VNFN -> phy, every hop through the switch; each VNF is
   two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`)
   or, with `--vnf l2fwd|l3fwd|testpmd-mac`, by a process of its own (vnfs.py).
+- `pairs` N (NvsN): N sender/receiver pairs at once, each with its own two ports (v2v, p2p,
+  p2v, v2p).
+- The v2v round trip (`rtt`, for `--latency fixed:RATE`): four vhost-user ports; the first
+  VNF (the generator) sends on one and receives on another, the second (an inline VNF)
+  forwards from its first port to its second, so a round trip crosses the switch twice, as
+  the seven-switch comparison measured v2v latency.
 
 Links are listed pair by pair: the switch joins link 0 with 1, 2 with 3, and so on.
 """
@@ -23,6 +31,8 @@ from pathlib import Path
 from sluice.bench.switches.base import Link, Topology
 
 MAX_CHAIN = 5
+MAX_PAIRS = 4          # sluice-gen serves up to 8 ports
+FAMILIES = ("v2v", "p2p", "p2v", "v2p", "loopback")
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,8 @@ class Scenario:
     name: str
     phy: str
     direction: str = "uni"
+    pairs: int = 1
+    rtt: bool = False
     vnf_kind: str = "inline"       # who serves loopback's VNFs: inline, l2fwd, l3fwd, ...
 
     @property
@@ -42,7 +54,9 @@ class Scenario:
     @property
     def chain(self) -> int:
         """The number of VNFs (0 outside loopback)."""
-        return int(self.name.split("-")[1]) if self.family == "loopback" else 0
+        if self.family == "loopback":
+            return int(self.name.split("-")[1])
+        return 1 if self.rtt else 0
 
     @property
     def kernel_path(self) -> bool:
@@ -51,46 +65,74 @@ class Scenario:
 
     @property
     def vnf(self) -> str:
-        """The VNF kind of the rows: the chosen kind for loopback, '' otherwise."""
+        """The VNF kind of the rows: the chosen kind for loopback (inline for the round
+        trip), '' otherwise."""
         return self.vnf_kind if self.chain else ""
 
     def label(self) -> str:
         """A short name for logs and reports: p2p/memif uni."""
-        return f"{self.name}{'/' + self.phy if self.phy else ''} {self.direction}"
+        pairs = f" {self.pairs}vs{self.pairs}" if self.pairs > 1 else ""
+        rtt = " round-trip" if self.rtt else ""
+        return f"{self.name}{'/' + self.phy if self.phy else ''} {self.direction}{pairs}{rtt}"
+
+    @property
+    def gen_ports(self) -> int:
+        """How many ports of the generator's (not its inline VNFs') this scenario uses."""
+        return 2 * self.pairs
 
 
-def parse(name: str, phy: str, direction: str, vnf: str = "inline") -> Scenario:
+def parse(name: str, phy: str, direction: str, pairs: int = 1,
+          vnf: str = "inline") -> Scenario:
     """A Scenario from the command line's words; ValueError for anything unknown. VNF is
     the kind of loopback's VNFs (vnfs.KINDS)."""
-    m = re.fullmatch(r"v2v|p2p|loopback-([1-9])", name)
+    m = re.fullmatch(r"v2v|p2p|p2v|v2p|loopback-([1-9])", name)
     if m is None or (m.group(1) and int(m.group(1)) > MAX_CHAIN):
-        raise ValueError(f"unknown scenario {name!r}: v2v, p2p or loopback-1..{MAX_CHAIN}")
+        raise ValueError(f"unknown scenario {name!r}: v2v, p2p, p2v, v2p or "
+                         f"loopback-1..{MAX_CHAIN}")
     if phy not in ("memif", "veth"):
         raise ValueError(f"unknown --phy {phy!r}: memif or veth")
     if direction not in ("uni", "bidir"):
         raise ValueError(f"unknown direction {direction!r}: uni or bidir")
-    return Scenario(name, "" if name == "v2v" else phy, direction, vnf)
+    if not 1 <= pairs <= MAX_PAIRS or (pairs > 1 and m.group(1)):
+        raise ValueError(f"--pairs {pairs}: 1..{MAX_PAIRS}, and 1 for loopback chains")
+    return Scenario(name, "" if name == "v2v" else phy, direction, pairs,
+                    vnf_kind=vnf if m.group(1) else "inline")
+
+
+def round_trip() -> Scenario:
+    """The four-port v2v round trip (--latency fixed:RATE)."""
+    return Scenario("v2v", "", "uni", 1, rtt=True)
+
+
+def _vhost(work: Path, tag: str, name: str, role: str = "phy") -> Link:
+    return Link(name, "vhost", path=str(work / f"{tag}-{name}.sock"), role=role)
 
 
 def _phy_link(scn: Scenario, work: Path, tag: str, i: int) -> Link:
     name = f"p{i}"
-    if scn.family == "v2v":
-        return Link(name, "vhost", path=str(work / f"{tag}-{name}.sock"))
     if scn.phy == "memif":
         return Link(name, "memif", path=str(work / f"{tag}-{name}.memif"))
     return Link(name, "veth", iface=f"{tag}s{i}", peer=f"{tag}g{i}")
 
 
+def _end(scn: Scenario, work: Path, tag: str, i: int) -> Link:
+    """The I-th generator-facing link: even ones send (uni), odd ones receive."""
+    virtual = {"v2v": True, "p2p": False, "loopback": False,
+               "p2v": i % 2 == 1, "v2p": i % 2 == 0}[scn.family]
+    return _vhost(work, tag, f"p{i}") if virtual else _phy_link(scn, work, tag, i)
+
+
 def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None) -> Topology:
     """The links of one switch (TAG makes its names unique) in scenario SCN."""
-    links = [_phy_link(scn, work, tag, 0)]
-    for v in range(1, scn.chain + 1):
-        for side in "ab":
-            links.append(Link(f"v{v}{side}", "vhost", path=str(work / f"{tag}-v{v}{side}.sock"),
-                              role="vnf"))
-    links.append(_phy_link(scn, work, tag, 1))
+    links: list[Link] = []
+    for p in range(scn.pairs):
+        links.append(_end(scn, work, tag, 2 * p))
+        for v in range(1, scn.chain + 1):
+            links += [_vhost(work, tag, f"v{v}{side}", "vnf") for side in "ab"]
+        links.append(_end(scn, work, tag, 2 * p + 1))
     pairs = tuple((i, i + 1) for i in range(0, len(links), 2))
-    return Topology(tuple(links), pairs, netns if scn.phy == "veth" else None)
+    veth = any(link.kind == "veth" for link in links)
+    return Topology(tuple(links), pairs, netns if veth else None)
 
 
 def run_ip(*args: str) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
-METHODS = ("alternating", "interleaved")
+METHODS = ("alternating", "interleaved", "latency")
+LATENCY_KINDS = ("", "loads", "fixed")
 PLACEMENTS = ("near", "far", "mixed", "unlabelled")
 DIRECTIONS = ("uni", "bidir")
 
@@ -56,7 +57,18 @@ class Row:
     wall_s: float | None = None    # the trial's length, switch continued to stopped again
     gen_cpu_s: float | None = None
     cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
-    latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's, saturated
+    latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's histogram
+    pairs: int = 1                 # NvsN: sender/receiver pairs at once
+    size_label: str = ""           # "imix" when size is the mean of sluice-gen's IMIX
+    sweep_param: str = ""          # sluice-bench sweep: the parameter and this row's value
+    sweep_value: str = ""
+    # Latency trials (method "latency"): at a fraction of R+ ("loads") or a fixed rate.
+    latency_kind: str = ""         # loads, fixed, or "" (throughput: saturated latency)
+    latency_load: float | None = None   # fraction of R+ (loads)
+    asked_pps: float | None = None      # the rate asked of all senders together
+    rplus_pps: float | None = None      # the R+ the load is a fraction of
+    rplus_placement: str = ""      # the placement of the rows that R+ came from (or "any")
+    hist: str = ""                 # the histogram file, relative to the results directory
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -81,6 +93,10 @@ def validate(obj: dict[str, Any]) -> Row:
         (row.method in METHODS, f"method {row.method!r} not one of {METHODS}"),
         (row.placement in PLACEMENTS, f"placement {row.placement!r} not one of {PLACEMENTS}"),
         (row.direction in DIRECTIONS, f"direction {row.direction!r} not one of {DIRECTIONS}"),
+        (row.latency_kind in LATENCY_KINDS,
+         f"latency_kind {row.latency_kind!r} not one of {LATENCY_KINDS}"),
+        ((row.method == "latency") == bool(row.latency_kind),
+         "latency rows (and only they) have a latency_kind"),
         (64 <= row.size <= 9018, f"size {row.size} out of range"),
         (row.rx_pps >= 0 and row.tx_pps >= 0, "negative rate"),
         (0.0 <= row.loss <= 1.0, f"loss {row.loss} not a fraction"),

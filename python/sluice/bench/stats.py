@@ -12,6 +12,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 L1_OVERHEAD_BYTES = 20
+# sluice-gen's IMIX (size:weight, FCS included): the classic 7:4:1 mix. Plans carry it as
+# size IMIX; rows as its mean frame size with size_label "imix".
+IMIX = 0
+IMIX_MIX = ((64, 7), (570, 4), (1518, 1))
+IMIX_MEAN = round(sum(s * w for s, w in IMIX_MIX) / sum(w for _, w in IMIX_MIX))
+
+
+def row_size(size: int) -> int:
+    """The frame size a row records for a plan's SIZE (IMIX: its mean)."""
+    return IMIX_MEAN if size == IMIX else size
+
+
+def gen_size(size: int) -> str:
+    """sluice-gen's --size for a plan's SIZE."""
+    return "imix" if size == IMIX else str(size)
 
 
 @dataclass(frozen=True)

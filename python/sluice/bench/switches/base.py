@@ -66,7 +66,7 @@ class Switch(ABC):
     name: ClassVar[str]
     modes: ClassVar[tuple[str, ...]]
     kernel: ClassVar[bool] = False         # no process to stop: interleaved trials only
-    scenarios: ClassVar[tuple[str, ...]] = ("v2v", "p2p", "loopback")
+    scenarios: ClassVar[tuple[str, ...]] = ("v2v", "p2p", "p2v", "v2p", "loopback")
     phys: ClassVar[tuple[str, ...]] = ("memif", "veth")
     vhost_server: ClassVar[bool] = True    # False: the switch connects (vhost-user client)
 

@@ -59,6 +59,8 @@ class Sluice(Switch):
         cmd = [str(sluiced_path(self.ctx.repo)), "--socket", str(self.socket), "--file-prefix",
                self.prefix, "--main-cpu", str(self.ctx.ctl_cpu), "--worker-cpus",
                str(self.ctx.switch_cpu), "--log-level", "warning"]
+        if "burst" in self.ctx.extra:
+            cmd += ["--burst", self.ctx.extra["burst"]]
         if topo.netns:
             cmd = ["ip", "netns", "exec", topo.netns, *cmd]
         self.proc = procs.start(cmd, self.log)

@@ -50,11 +50,14 @@ class Testpmd(Switch):
     def command(self, vdevs: list[str]) -> list[str]:
         """The switch's command line with VDEVS (--vdev arguments)."""
         lcores = f"0@{self.ctx.ctl_cpu},1@{self.ctx.switch_cpu}"
-        return ["dpdk-testpmd", "--lcores", lcores,
-                "--no-pci", "--file-prefix", self.prefix, "--single-file-segments",
-                "--log-level=*:warning", *vdevs, "--", "--forward-mode=io", "--nb-cores", "1",
-                "--port-topology=paired", "--stats-period", "3600", "--txd", "1024",
-                "--rxd", "1024", "--auto-start"]
+        cmd = ["dpdk-testpmd", "--lcores", lcores,
+               "--no-pci", "--file-prefix", self.prefix, "--single-file-segments",
+               "--log-level=*:warning", *vdevs, "--", "--forward-mode=io", "--nb-cores", "1",
+               "--port-topology=paired", "--stats-period", "3600", "--txd", "1024",
+               "--rxd", "1024", "--auto-start"]
+        if "burst" in self.ctx.extra:
+            cmd.append(f"--burst={self.ctx.extra['burst']}")
+        return cmd
 
     def _check_pairs(self, topo: Topology) -> None:
         want = tuple((i, i + 1) for i in range(0, len(topo.links), 2))

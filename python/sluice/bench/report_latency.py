@@ -1,0 +1,182 @@
+"""The latency part of the report: the published comparison's RTT tables and CDF figures.
+
+Rows of method `latency` are trials at a set rate: `loads` (a fraction of the switch's R+
+from the same run, as the seven-switch comparison's table of RTTs for p2p and loopback-1..4)
+or `fixed` (the four-port v2v round trip at a fixed rate, 1 Mpps in that study). The
+latency is sluice-gen's: from the TSC written into the frame at sending to the TSC at
+receipt in the same process, so every figure is a round trip through the whole path.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sluice.bench.schema import Row
+
+Section = tuple[str, str, list[str], list[list[str]] | None]
+PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
+
+TAILS_TEXT = (
+    "On a shared 2-vCPU VM the tails measure the host as much as the switch: above p99.9 "
+    "the host preempts a vCPU for tens of microseconds to milliseconds at a time, and a "
+    "worker that sleeps when idle (sluiced naps after 200 us without a packet) adds its "
+    "wake-up delay to the first frame after a pause. Means and medians compare switches; "
+    "p99.9 and max describe the machine.")
+
+
+def latency_rows(rows: Sequence[Row]) -> list[Row]:
+    """The latency trials that may be compared (not oversubscribed)."""
+    return [r for r in rows if r.method == "latency" and not r.oversubscribed
+            and r.latency_ns.get("count", 0) > 0]
+
+
+def _key(r: Row) -> str:
+    return r.key or f"{r.switch}:{r.mode}"
+
+
+def _scn(r: Row) -> str:
+    return f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+
+
+def _us(ns: float | None) -> str:
+    return "" if ns is None else f"{ns / 1e3:.1f}"
+
+
+def _pick(rs: Sequence[Row]) -> tuple[str, list[Row]]:
+    """The rows of the best placement label present (near first)."""
+    have = {r.placement for r in rs}
+    lab = next((p for p in PLACEMENT_ORDER if p in have), "unlabelled")
+    return lab, [r for r in rs if r.placement == lab]
+
+
+def loads_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
+    """Per scenario and switch: mean RTT (and p99) in us at each load, near rows first."""
+    lat = [r for r in latency_rows(rows) if r.latency_kind == "loads"]
+    loads = sorted({r.latency_load for r in lat if r.latency_load is not None})
+    groups: dict[tuple[str, int, str], list[Row]] = defaultdict(list)
+    for r in lat:
+        groups[(_scn(r), r.size, _key(r))].append(r)
+    headers = ["scenario", "size", "switch"]
+    headers += [f"{f:g} R+: mean (p99) us" for f in loads] + ["trials"]
+    lines = []
+    for (scn, size, key), rs in sorted(groups.items()):
+        cells = []
+        for f in loads:
+            lab, at = _pick([r for r in rs if r.latency_load == f])
+            if not at:
+                cells.append("")
+                continue
+            mean = statistics.fmean(r.latency_ns["mean"] for r in at)
+            p99 = statistics.fmean(r.latency_ns.get("p99", 0.0) for r in at)
+            cells.append(f"{_us(mean)} ({_us(p99)}){'' if lab == 'near' else ' ' + lab}")
+        lines.append([scn, f"{size} B", key, *cells, str(len({r.trial for r in rs}))])
+    return headers, lines
+
+
+def fixed_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
+    """Per fixed rate and switch: the round trip's statistics in us."""
+    lat = [r for r in latency_rows(rows) if r.latency_kind == "fixed"]
+    groups: dict[tuple[str, float, int, str], list[Row]] = defaultdict(list)
+    for r in lat:
+        groups[(_scn(r), r.asked_pps or 0.0, r.size, _key(r))].append(r)
+    headers = ["scenario", "rate", "size", "switch", "mean us", "stdev us", "p50 us",
+               "p99 us", "p99.9 us", "max us", "received Mpps", "loss", "placement",
+               "trials"]
+    lines = []
+    for (scn, rate, size, key), rs in sorted(groups.items()):
+        lab, use = _pick(rs)
+
+        def avg(field: str, use: list[Row] = use) -> float:
+            return statistics.fmean(r.latency_ns.get(field, 0.0) for r in use)
+
+        lines.append([f"{scn} round trip", f"{rate / 1e6:g} Mpps", f"{size} B", key,
+                      _us(avg("mean")), _us(avg("stdev")), _us(avg("p50")), _us(avg("p99")),
+                      _us(avg("p999")), _us(max(r.latency_ns.get("max", 0.0) for r in use)),
+                      f"{statistics.fmean(r.rx_pps for r in use) / 1e6:.3f}",
+                      f"{100 * statistics.fmean(r.loss for r in use):.3f} %", lab,
+                      str(len(use))])
+    return headers, lines
+
+
+def read_hist(path: Path) -> list[tuple[float, float, int]] | None:
+    """(low_ns, high_ns, count) buckets of a sluice-gen histogram file, None if unreadable."""
+    try:
+        obj: dict[str, Any] = json.loads(path.read_text())
+        return [(float(lo), float(hi), int(n)) for lo, hi, n in obj["buckets"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def cdf(buckets: Sequence[tuple[float, float, int]]) -> tuple[list[float], list[float]]:
+    """Points of the cumulative distribution: bucket upper bounds (us) and fractions."""
+    total = sum(n for _, _, n in buckets)
+    xs, ys, run = [], [], 0
+    for _, hi, n in sorted(buckets):
+        run += n
+        xs.append(hi / 1e3)
+        ys.append(run / total if total else 0.0)
+    return xs, ys
+
+
+def cdf_figure(rows: Sequence[Row], results: Path, dest: Path) -> str | None:
+    """One CDF panel per latency scenario (log-scale us), a curve per switch and load, from
+    the kept histograms; writes DEST/latency-cdf.png/.svg and returns the base name."""
+    lat = [r for r in latency_rows(rows) if r.hist]
+    panels: dict[str, list[Row]] = defaultdict(list)
+    for r in lat:
+        what = f"{r.asked_pps / 1e6:g} Mpps" if r.latency_kind == "fixed" else "loads"
+        panels[f"{_scn(r)} {r.size} B ({what})"].append(r)
+    if not panels:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
+    for ax, (title, rs) in zip(axes[:, 0], sorted(panels.items()), strict=True):
+        lab, use = _pick(rs)
+        for r in sorted(use, key=lambda r: (_key(r), r.latency_load or 0, r.trial)):
+            buckets = read_hist(results / r.hist)
+            if not buckets:
+                continue
+            xs, ys = cdf(buckets)
+            at = f" @{r.latency_load:g} R+" if r.latency_load is not None else ""
+            ax.step(xs, ys, where="post", label=f"{_key(r)}{at} t{r.trial}")
+        ax.set_xscale("log")
+        ax.set_xlabel("round-trip time (us, log scale)")
+        ax.set_ylabel("fraction of frames")
+        ax.set_title(f"{title}, {lab} placement")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(dest / f"latency-cdf.{ext}")
+    plt.close(fig)
+    return "latency-cdf"
+
+
+def sections(rows: Sequence[Row]) -> list[Section]:
+    """The latency sections of the report (none when the run measured no latency)."""
+    out: list[Section] = []
+    h, lines = loads_table(rows)
+    if lines:
+        out.append(("Latency at 0.10, 0.50 and 0.99 of R+",
+                    "Round-trip time of 64 B frames sent at a fraction of each switch's R+ "
+                    "(measured earlier in the run, in the same placement where possible), as "
+                    "the seven-switch comparison's table of RTTs for p2p and loopback chains. "
+                    "Each cell: mean, with p99 in brackets, from near-placement trials, or else "
+                    "labelled with the placement it ran in. " + TAILS_TEXT, h, lines))
+    h, lines = fixed_table(rows)
+    if lines:
+        out.append(("Latency at a fixed rate: the v2v round trip",
+                    "Four vhost-user ports: the generator sends on one and receives on "
+                    "another, an inline VNF forwards from its first port to its second, so "
+                    "each round trip crosses the switch twice; one sluice-gen loop serves all "
+                    "four ports, so both timestamps come from one TSC (the seven-switch "
+                    "comparison's v2v latency at 1 Mpps).", h, lines))
+    return out

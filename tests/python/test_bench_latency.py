@@ -1,0 +1,215 @@
+"""sluice-bench: scenarios p2v/v2p/NvsN and the v2v round trip, latency trials and their
+report tables, the top-up to --min-near."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from sluice.bench import cli, report, report_latency
+from sluice.bench.plan import TrialSpec, has_load_latency, latency_for
+from sluice.bench.runner import Runner, Settings
+from sluice.bench.scenarios import parse, round_trip, topology
+from sluice.bench.schema import Row, append_rows, validate
+
+
+def lat_row(**kw: object) -> Row:
+    """A latency row of sluice at 0.5 R+ in p2p; KW changes fields."""
+    fields: dict[str, object] = {
+        "switch": "sluice", "mode": "patch", "key": "sluice:patch", "scenario": "p2p",
+        "phy": "memif", "vnf": "", "size": 64, "direction": "uni", "trial": 0,
+        "placement": "near", "method": "latency", "rx_pps": 5e6, "tx_pps": 5e6, "loss": 0.0,
+        "oversubscribed": False, "generator_bound": False, "kernel_path": False,
+        "latency_kind": "loads", "latency_load": 0.5, "asked_pps": 5e6, "rplus_pps": 10e6,
+        "latency_ns": {"mean": 8000.0, "p50": 7000.0, "p99": 20000.0, "p999": 40000.0,
+                       "max": 90000.0, "stdev": 3000.0, "count": 1000.0}}
+    fields.update(kw)
+    return Row(**fields)  # type: ignore[arg-type]
+
+
+def test_p2v_and_v2p_put_the_vnf_port_on_the_receiving_and_sending_side(
+        tmp_path: Path) -> None:
+    p2v = topology(parse("p2v", "memif", "uni"), tmp_path, "t")
+    assert [lk.kind for lk in p2v.links] == ["memif", "vhost"]
+    v2p = topology(parse("v2p", "veth", "uni"), tmp_path, "t", "ns")
+    assert [lk.kind for lk in v2p.links] == ["vhost", "veth"] and v2p.netns == "ns"
+    assert topology(parse("v2v", "memif", "uni"), tmp_path, "t", "ns").netns is None
+
+
+def test_pairs_give_each_pair_its_own_two_ports(tmp_path: Path) -> None:
+    scn = parse("v2v", "memif", "uni", pairs=3)
+    topo = topology(scn, tmp_path, "t")
+    assert [lk.name for lk in topo.links] == ["p0", "p1", "p2", "p3", "p4", "p5"]
+    assert topo.pairs == ((0, 1), (2, 3), (4, 5)) and "3vs3" in scn.label()
+    with pytest.raises(ValueError):
+        parse("loopback-1", "memif", "uni", pairs=2)
+    with pytest.raises(ValueError):
+        parse("v2v", "memif", "uni", pairs=5)
+
+
+def test_round_trip_is_four_vhost_ports_with_one_inline_vnf(tmp_path: Path) -> None:
+    topo = topology(round_trip(), tmp_path, "t")
+    assert [(lk.name, lk.kind, lk.role) for lk in topo.links] == [
+        ("p0", "vhost", "phy"), ("v1a", "vhost", "vnf"), ("v1b", "vhost", "vnf"),
+        ("p1", "vhost", "phy")]
+    assert topo.pairs == ((0, 1), (2, 3)) and round_trip().vnf == "inline"
+
+
+def test_latency_at_loads_only_where_the_study_measured_it() -> None:
+    assert has_load_latency(parse("p2p", "memif", "uni"))
+    assert has_load_latency(parse("loopback-4", "memif", "uni"))
+    assert not has_load_latency(parse("loopback-5", "memif", "uni"))
+    assert not has_load_latency(parse("v2v", "memif", "uni"))
+    assert not has_load_latency(round_trip())
+    specs = latency_for(parse("p2p", "memif", "uni"), [64], ["a", "b"], (0.1, 0.99))
+    assert [(s.switches, s.load, s.latency_kind) for s in specs] == [
+        (("a",), 0.1, "loads"), (("a",), 0.99, "loads"), (("b",), 0.1, "loads"),
+        (("b",), 0.99, "loads")]
+    fixed = latency_for(round_trip(), [64], ["a"], (), 1e6)
+    assert [(s.rate_pps, s.latency_kind, s.method) for s in fixed] == [(1e6, "fixed",
+                                                                       "latency")]
+
+
+def test_cli_latency_modes_rates_and_loads() -> None:
+    assert cli.latency_modes("loads,fixed:1Mpps") == ("loads", "fixed:1000000")
+    assert cli.rate("500kpps") == 500e3 and cli.rate("250000") == 250e3
+    for bad in ("fixed:fast", "echo2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cli.latency_modes(bad)
+    with pytest.raises(argparse.ArgumentTypeError):
+        cli.loads("0.5,1.5")
+    args = cli.make_parser().parse_args(["run", "--matrix", "default"])
+    s = cli.settings(args, ("testpmd:io",), "testpmd")
+    assert s.latency == ("loads", "fixed:1000000") and s.fixed_rates == [1e6]
+    assert s.latency_scenarios == ("p2p",)
+
+
+def test_latency_rows_validate_and_throughput_rows_have_no_latency_kind() -> None:
+    validate(json.loads(lat_row().to_json()))
+    with pytest.raises(ValueError, match="latency_kind"):
+        validate(json.loads(lat_row(latency_kind="").to_json()))
+    with pytest.raises(ValueError, match="latency_kind"):
+        validate(json.loads(lat_row(method="interleaved").to_json()))
+
+
+def test_loads_table_prefers_near_per_load_and_labels_the_rest() -> None:
+    rows = [lat_row(), lat_row(latency_load=0.1, latency_ns={"mean": 4000.0, "p99": 6000.0,
+                                                              "count": 10.0}),
+            lat_row(latency_load=0.99, placement="far",
+                    latency_ns={"mean": 50000.0, "p99": 90000.0, "count": 10.0}),
+            lat_row(latency_load=0.5, placement="far",
+                    latency_ns={"mean": 1e6, "p99": 1e6, "count": 10.0}),
+            lat_row(oversubscribed=True, key="x:y")]
+    headers, lines = report_latency.loads_table(rows)
+    assert headers[3:6] == ["0.1 R+: mean (p99) us", "0.5 R+: mean (p99) us",
+                            "0.99 R+: mean (p99) us"]
+    assert lines == [["p2p/memif", "64 B", "sluice:patch", "4.0 (6.0)", "8.0 (20.0)",
+                      "50.0 (90.0) far", "1"]]
+
+
+def test_fixed_table_and_cdf_figure(tmp_path: Path) -> None:
+    hist = tmp_path / "hist" / "h.json"
+    hist.parent.mkdir()
+    hist.write_text(json.dumps({"unit": "ns", "count": 3, "buckets": [[4000, 4031, 1],
+                                                                      [9000, 9063, 2]]}))
+    r = lat_row(scenario="v2v", phy="", latency_kind="fixed", latency_load=None,
+                asked_pps=1e6, rx_pps=0.99e6, hist="hist/h.json")
+    headers, lines = report_latency.fixed_table([r])
+    assert lines[0][:5] == ["v2v round trip", "1 Mpps", "64 B", "sluice:patch", "8.0"]
+    assert report_latency.cdf(report_latency.read_hist(hist) or []) == (
+        [4.031, 9.063], [1 / 3, 1.0])
+    figs = tmp_path / "figures"
+    figs.mkdir()
+    assert report_latency.cdf_figure([r], tmp_path, figs) == "latency-cdf"
+    assert (figs / "latency-cdf.svg").exists()
+
+
+def test_report_keeps_latency_rows_out_of_throughput_and_shows_their_tables(
+        tmp_path: Path) -> None:
+    append_rows(tmp_path / "results.jsonl", [lat_row()])
+    md = report.write(tmp_path).read_text()
+    assert "Latency at 0.10, 0.50 and 0.99 of R+" in md
+    assert report.throughput_table([lat_row()]) == []
+
+
+def settings(tmp_path: Path, **kw: object) -> Settings:
+    base: dict[str, object] = {
+        "units": (), "switches": ("a:x", "b:x"), "trials": 1, "duration": 4.0,
+        "window": 1.0, "settle": 0.3, "warmup": 1.0, "cooldown": 0.0, "switch_cpu": 1,
+        "gen_cpu": 0, "allow_shared_cpu": False, "baseline": "b", "out": tmp_path,
+        "repo": tmp_path, "min_near": 2}
+    base.update(kw)
+    return Settings(**base)  # type: ignore[arg-type]
+
+
+def test_top_up_asks_for_the_switch_and_size_furthest_below_min_near(tmp_path: Path) -> None:
+    runner = Runner(settings(tmp_path), lambda *_: None, lambda _m: None)
+    scn = parse("v2v", "memif", "uni")
+    specs = [TrialSpec(scn, 64, 0, "alternating", ("a:x", "b:x"))]
+    near = lat_row(method="alternating", latency_kind="", latency_load=None, key="a:x",
+                   samples=4)
+    assert runner.near_trials([near], "a:x", 64) == 1
+    nxt = runner.wanting([near, lat_row(method="alternating", latency_kind="", key="b:x",
+                                        latency_load=None, samples=4)], ["a:x", "b:x"], specs)
+    assert nxt is not None and nxt.switches == ("a:x", "b:x") and nxt.trial == 1
+    enough = [lat_row(method="alternating", latency_kind="", latency_load=None, key=k,
+                      trial=t, samples=4) for k in ("a:x", "b:x") for t in (0, 1)]
+    assert runner.wanting(enough, ["a:x", "b:x"], specs) is None
+    one_sample = [lat_row(method="alternating", latency_kind="", latency_load=None,
+                          key="a:x", trial=t, samples=1) for t in (0, 1)]
+    assert runner.near_trials(one_sample, "a:x", 64) == 0
+
+
+def test_rplus_prefers_rows_of_the_same_placement(tmp_path: Path) -> None:
+    runner = Runner(settings(tmp_path), lambda *_: None, lambda _m: None)
+    scn = parse("p2p", "memif", "uni")
+    runner.rplus_seen[("a:x", scn, 64)] += [(20e6, 4, "near"), (10e6, 2, "far"),
+                                            (12e6, 2, "far")]
+    assert runner.rplus("a:x", scn, 64, "far") == (11e6, "far")
+    found = runner.rplus("a:x", scn, 64, "mixed")
+    assert found is not None and found[1] == "any" and abs(found[0] - 15.5e6) < 1
+    assert runner.rplus("b:x", scn, 64, "near") is None
+
+
+def test_imix_is_planned_as_a_size_and_recorded_as_its_mean() -> None:
+    from sluice.bench.stats import IMIX, IMIX_MEAN, gen_size, row_size
+    assert cli.sizes("64,imix") == (64, IMIX)
+    assert gen_size(IMIX) == "imix" and gen_size(64) == "64"
+    assert row_size(IMIX) == IMIX_MEAN == 354 and row_size(1500) == 1500
+    assert report.size_text(354, "imix") == "IMIX (354 B mean)"
+
+
+def test_sweep_settings_per_parameter(tmp_path: Path) -> None:
+    from sluice.bench import sweep
+    base = settings(tmp_path, units=((parse("v2v", "memif", "uni"), (64,)),))
+    def one(param: str, value: str) -> Settings:
+        return sweep.settings_for(base, param, value, cli.rate, cli.sizes)
+    assert one("size", "1500").units[0][1] == (1500,)
+    assert one("burst", "8").gen_extra == ("--burst", "8")
+    assert one("flows", "1000").gen_extra == ("--flows", "1000")
+    assert one("switch-burst", "4").switch_burst == 4
+    assert one("pairs", "2").units[0][0].pairs == 2
+    assert [u[0].name for u in one("chain", "3").units] == ["loopback-3"]
+    assert one("chain", "3").tags == {"sweep_param": "chain", "sweep_value": "3"}
+    rates = sweep.plans(base, "rate", ["0.1", "0.5", "1Mpps"], cli.rate, cli.sizes)
+    assert len(rates) == 1 and rates[0].loads == (0.1, 0.5)
+    assert rates[0].latency == ("loads", "fixed:1000000") and rates[0].fixed_any_scenario
+    for param, bad in (("burst", "0"), ("pairs", "5"), ("chain", "x"), ("color", "1")):
+        with pytest.raises(ValueError):
+            sweep.check_values(param, [bad])
+
+
+def test_sweep_report_draws_a_curve_per_switch(tmp_path: Path) -> None:
+    from sluice.bench import report_sweep
+    rows = [lat_row(method="alternating", latency_kind="", latency_load=None, key=k,
+                    sweep_param="switch-burst", sweep_value=v, rx_pps=rx)
+            for k, v, rx in (("a:x", "1", 2e6), ("a:x", "32", 9e6), ("b:x", "1", 3e6),
+                             ("b:x", "32", 8e6))]
+    pts = report_sweep.points(rows)
+    assert [(p["switch"], p["value"], p["rx_mpps"]) for p in pts] == [
+        ("a:x", "1", 2.0), ("a:x", "32", 9.0), ("b:x", "1", 3.0), ("b:x", "32", 8.0)]
+    assert report_sweep.figure(rows, tmp_path) == "sweep"
+    assert report_sweep.sections(rows)[0][0] == "Sweep: switch-burst"
