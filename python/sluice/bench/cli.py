@@ -399,7 +399,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     if args.dry_run:
-        return dry_run(s, args)
+        try:
+            return dry_run(s, args)
+        except arrange.SharedCpuError as e:   # process VNFs are refused at planning
+            print(f"{PROG}: refused: {e}", file=sys.stderr)
+            return 2
     from sluice.bench.progress import run_with_progress
     # SIGTERM and SIGHUP (a timeout, a closed terminal, a cancelled CI job) unwind like ^C,
     # so that every switch is continued, stopped and cleaned up by the runner's finally

@@ -196,7 +196,11 @@ class Runner:
                 if why:
                     self.skip("*", scn, why)
                     continue
-                self.check_vnf_arrangement(scn)
+                try:
+                    self.check_vnf_arrangement(scn)
+                except arrange.SharedCpuError:
+                    self.cleanup_work()       # refused before run(), which would remove it
+                    raise
             keys = self.usable_keys(scn)
             if not keys:
                 continue
