@@ -5,8 +5,9 @@
 #   scripts/setup.sh            packages, Python venv, hugepages
 #   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
 #   scripts/setup.sh --peers    also the peer switches and report tools of sluice-bench:
-#                               openvswitch-switch-dpdk, and DPDK's examples l2fwd, l3fwd
-#                               and basicfwd built from dpdk-doc into build/dpdk-examples/
+#                               openvswitch-switch(-dpdk), and DPDK's examples l2fwd,
+#                               l3fwd and basicfwd built from dpdk-doc into
+#                               build/dpdk-examples/
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ for arg in "$@"; do
 	--no-huge) do_huge=0 ;;
 	--peers) do_peers=1 ;;
 	-h|--help)
-		sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0 ;;
 	*) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
 	esac
@@ -42,9 +43,10 @@ debian_packages=(
 # clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
 # in a test of `make test`.
 # dpdk-doc ships the sources of DPDK's examples, which --peers builds (l2fwd, l3fwd, basicfwd).
-# sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK (a private ovsdb-server
-# and ovs-vswitchd-dpdk are started by the harness; no system service is used).
-peer_packages=(openvswitch-switch-dpdk)
+# sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK, and the plain build
+# whose userspace datapath is the ovs-netdev peer (a private ovsdb-server and ovs-vswitchd
+# are started by the harness; no system service is used).
+peer_packages=(openvswitch-switch openvswitch-switch-dpdk)
 
 missing_debian_packages() {
 	local p
@@ -74,14 +76,15 @@ install_debian_packages() {
 		|| die "apt-get install failed for: $missing"
 }
 
-# rich and matplotlib: sluice-bench's progress bar and report figures.
-python_packages=(pytest pytest-timeout scapy ruff rich matplotlib)
+# rich and matplotlib: sluice-bench's progress bar and report figures; MLRsearch: its
+# NDR/PDR search (FD.io CSIT's).
+python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi

@@ -59,6 +59,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "socket", V_PATH, true, 0, 0 },
 		{ "role", V_ROLE, false, 0, 0 },
 		{ "id", V_UINT, false, 0, 65535 },
+		{ "mac", V_MAC, false, 0, 0 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_PCAP] = { "pcap", "net_pcap", false, {
 		{ "rx", V_PATH, false, 0, 0 },
@@ -369,6 +370,8 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		rc |= add_arg(out, "socket-abstract=no");
 		v = lookup(items, n, "id");
 		rc |= add_arg(out, "id=%s", v ? v : "0");
+		if ((v = lookup(items, n, "mac")) != NULL)
+			rc |= add_arg(out, "mac=%s", v);
 		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "socket"));
 		break;
 	case PORTSPEC_PCAP:

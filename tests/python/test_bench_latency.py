@@ -213,3 +213,54 @@ def test_sweep_report_draws_a_curve_per_switch(tmp_path: Path) -> None:
         ("a:x", "1", 2.0), ("a:x", "32", 9.0), ("b:x", "1", 3.0), ("b:x", "32", 8.0)]
     assert report_sweep.figure(rows, tmp_path) == "sweep"
     assert report_sweep.sections(rows)[0][0] == "Sweep: switch-burst"
+
+
+def test_ndr_pdr_search_finds_a_synthetic_links_capacity() -> None:
+    """MLRsearch through our measurer against a link that carries 7 Mpps exactly."""
+    pytest.importorskip("MLRsearch")
+    from sluice.bench.ndr import TrialOutcome, search
+    cap = 7e6
+
+    def link(duration: float, load: float) -> TrialOutcome:
+        offered = int(load * duration)
+        return TrialOutcome(offered, min(offered, int(cap * duration)), "near", duration)
+
+    bounds, log = search(link, 20e6, trial_s=0.5, duration_sum=1.0, budget_s=60)
+    by = {b.goal: b for b in bounds}
+    assert by["ndr"].throughput_pps is not None and by["pdr"].throughput_pps is not None
+    assert 0.95 * cap <= by["ndr"].throughput_pps <= cap
+    assert by["ndr"].throughput_pps <= by["pdr"].throughput_pps <= cap / (1 - 0.005)
+    assert log.placement == "near" and log.kept and not log.repeated
+
+
+def test_ndr_search_keeps_to_one_placement() -> None:
+    """A trial in another placement is repeated; one that never comes back ends it."""
+    pytest.importorskip("MLRsearch")
+    from sluice.bench.ndr import PlacementUnstable, TrialOutcome, search
+    labels = iter(["near", "far", "near"] + ["near"] * 200)
+
+    def flips_once(duration: float, load: float) -> TrialOutcome:
+        off = int(load * duration)
+        return TrialOutcome(off, min(off, int(5e6 * duration)), next(labels), duration)
+
+    _, log = search(flips_once, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60)
+    assert len(log.repeated) == 1 and log.placement == "near"
+    far = iter(["near"] + ["far"] * 50)
+
+    def goes_far(duration: float, load: float) -> TrialOutcome:
+        off = int(load * duration)
+        return TrialOutcome(off, min(off, int(5e6 * duration)), next(far), duration)
+
+    with pytest.raises(PlacementUnstable):
+        search(goes_far, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60, retries=2)
+
+
+def test_search_rows_make_the_ndr_table() -> None:
+    rows = [lat_row(method="search", latency_kind="", latency_load=None, search_goal=g,
+                    loss=ratio, rx_pps=rx, search_lower_pps=rx, search_upper_pps=rx * 1.02,
+                    search_trials=9) for g, ratio, rx in (("ndr", 0.0, 6e6),
+                                                          ("pdr", 0.005, 7e6))]
+    (title, _, headers, lines), = report_latency.search_sections(rows)
+    assert title == "NDR and PDR (MLRsearch)" and headers[3] == "goal"
+    assert [ln[3] for ln in lines or []] == ["PDR", "NDR"]
+    assert (lines or [])[0][5] == "7.000"

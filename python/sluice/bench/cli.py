@@ -214,12 +214,96 @@ def add_common(p: argparse.ArgumentParser) -> None:
                         "expected length, and start nothing")
 
 
+def batches(text: str) -> tuple[int, ...]:
+    """Batch sizes from '1,32': 1 means send()/recv(), more sendmmsg()/recvmmsg()."""
+    try:
+        out = tuple(int(w) for w in csv(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad batch list {text!r}") from e
+    if not out or any(not 1 <= b <= 1024 for b in out):
+        raise argparse.ArgumentTypeError("batch sizes are 1..1024")
+    return out
+
+
+def apis(text: str) -> tuple[str, ...]:
+    """Socket APIs from 'udp,raw'."""
+    out = tuple(csv(text))
+    bad = [a for a in out if a not in ("udp", "raw")]
+    if not out or bad:
+        raise argparse.ArgumentTypeError(f"--api takes udp and/or raw, not {text!r}")
+    return out
+
+
+def add_sockets(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The `sockets` subcommand: the kernel socket baseline (docs/bench.md)."""
+    p = sub.add_parser(
+        "sockets", help="the kernel socket baseline: two namespaces on a Linux bridge",
+        description="The container benchmark framework's socket baseline: a sender and a "
+                    "receiver in two namespaces ('containers') joined by a Linux bridge over "
+                    "veths, exchanging fixed-size frames through UDP or raw (AF_PACKET) "
+                    "sockets, one frame a call (batch 1: send/recv) or a batch "
+                    "(sendmmsg/recvmmsg). One sluice-sockets process, sender thread on "
+                    "--tx-cpu, receiver on --rx-cpu. Rows (switch 'sockets', scenario "
+                    "v2v/veth, kernel_path) go to results.jsonl.")
+    p.add_argument("--api", type=apis, default=("udp", "raw"),
+                   help="comma-separated: udp and/or raw (default udp,raw)")
+    p.add_argument("--batch", type=batches, default=(1, 32),
+                   help="comma-separated batch sizes: 1 = send/recv, N > 1 = sendmmsg/"
+                        "recvmmsg of N (default 1,32)")
+    p.add_argument("--sizes", type=sizes, default=(64, 1500),
+                   help="frame sizes in bytes including the 4-byte FCS (default 64,1500)")
+    p.add_argument("--duration", type=float, default=10.0,
+                   help="seconds of sending per run (default 10)")
+    p.add_argument("--trials", type=int, default=2,
+                   help="runs per api, batch and size, round-robin (default 2)")
+    p.add_argument("--warmup", type=float, default=1.0,
+                   help="first seconds not counted (default 1)")
+    p.add_argument("--cooldown", type=float, default=0.0,
+                   help="last seconds not counted (default 0)")
+    p.add_argument("--tx-cpu", type=int, default=0, help="the sender thread's CPU (default 0)")
+    p.add_argument("--rx-cpu", type=int, default=1,
+                   help="the receiver thread's CPU (default 1)")
+    p.add_argument("--tool", type=Path, default=None,
+                   help="the sluice-sockets to use (default build/tools/sockets/sluice-sockets)")
+    p.add_argument("--placement-monitor", type=Path, default=None,
+                   help="the vCPU-placement monitor (default bin/sluice-placement)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results directory (default bench/results/<UTC timestamp>/)")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write report.md and report.html at the end")
+
+
+def run_sockets(args: argparse.Namespace) -> int:
+    """`sluice-bench sockets`."""
+    from sluice.bench.sockets import SocketSettings, SocketsRun
+    if args.duration - args.warmup - args.cooldown < 1:
+        print(f"{PROG}: --duration {args.duration} leaves under one counted second",
+              file=sys.stderr)
+        return 2
+    s = SocketSettings(apis=args.api, batches=args.batch, sizes=args.sizes,
+                       duration=args.duration, trials=args.trials, warmup=args.warmup,
+                       cooldown=args.cooldown, tx_cpu=args.tx_cpu, rx_cpu=args.rx_cpu,
+                       out=args.out or default_out(), repo=REPO, tool=args.tool,
+                       monitor=args.placement_monitor)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    rows = SocketsRun(s, print).run()
+    print(f"results: {s.out / 'results.jsonl'} ({len(rows)} rows), manifest: "
+          f"{s.out / 'manifest.json'}")
+    if not args.no_report and rows:
+        from sluice.bench import report
+        path = report.write(s.out)
+        print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0 if rows else 1
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     ap = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, Linux "
-                    "bridge) in NFV scenarios on a small machine, by the published method: "
+        description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, OVS "
+                    "userspace without DPDK, Linux bridge) in NFV scenarios on a small "
+                    "machine, by the published method: "
                     "one sluice-gen loop as generator, sink and inline VNFs on one CPU, the "
                     "switch's forwarding thread alone on the other, ratios between userspace "
                     "switches from alternating windows. See docs/bench.md.",
@@ -229,6 +313,7 @@ def make_parser() -> argparse.ArgumentParser:
                "  sluice-bench compare testpmd testpmd --duration 20\n"
                "  sluice-bench sweep --param chain --values 1,2,3 --switch sluice:patch\n"
                "  sluice-bench run --scenario loopback-1 --vnf l2fwd --allow-shared-cpu\n"
+               "  sluice-bench sockets --api udp,raw --batch 1,32 --sizes 64 --duration 10\n"
                "  sluice-bench report bench/results/20261122T174500Z\n")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run a matrix of scenarios, switches and sizes",
@@ -239,7 +324,10 @@ def make_parser() -> argparse.ArgumentParser:
                      help="comma-separated switches, NAME or NAME:MODE: sluice (patch, learn), "
                           "testpmd (io), basicfwd (fwd: DPDK's skeleton example, no logic; "
                           "scripts/dpdk-examples.sh builds it), ovs-dpdk (normal, flows), "
-                          "linux-bridge (learn; p2p veth only). A bare name runs every mode. "
+                          "ovs-netdev (normal, flows with afxdp ports, normal-system, "
+                          "flows-system; veth only), linux-bridge (learn; veth only). In v2v the "
+                          "veth-only switches run over the containers' veth pairs (v2v/veth, "
+                          "kernel_path). A bare name runs every mode. "
                           f"(default {DEFAULT_SWITCHES})")
     run.add_argument("--baseline", default="testpmd",
                      help="switch every other userspace switch is alternated against "
@@ -275,6 +363,25 @@ def make_parser() -> argparse.ArgumentParser:
                     help="comma-separated switches as for run (default sluice:patch,testpmd)")
     sw.add_argument("--baseline", default="testpmd", help="as for run (default testpmd)")
     add_common(sw)
+    nd = sub.add_parser("ndr", help="NDR and PDR rates with MLRsearch",
+                        description="Zero-loss (NDR) and 0.5 %% loss (PDR) rates of each switch "
+                                    "with FD.io CSIT's MLRsearch; every trial is an open-loop "
+                                    "sluice-gen run, one switch at a time, and a search keeps to "
+                                    "one vCPU placement (docs/bench.md).")
+    nd.add_argument("--switch", type=switch_keys, default=switch_keys("sluice:patch,testpmd"),
+                    help="comma-separated switches as for run (default sluice:patch,testpmd)")
+    nd.add_argument("--max-rate", type=rate, default=30e6,
+                    help="highest load per sending port a search tries (default 30Mpps)")
+    nd.add_argument("--trial-seconds", type=float, default=1.0,
+                    help="length of every trial (default 1)")
+    nd.add_argument("--duration-sum", type=float, default=3.0,
+                    help="trial seconds a bound must rest on (default 3; CSIT uses 21)")
+    nd.add_argument("--width", type=float, default=0.02,
+                    help="relative width at which a search stops (default 0.02)")
+    nd.add_argument("--search-budget", type=float, default=240.0,
+                    help="seconds one search may take before it gives up (default 240)")
+    add_common(nd)
+    nd.set_defaults(scenario="p2p,v2v", sizes=(64, 256), baseline="testpmd")
     cmp_ = sub.add_parser("compare", help="two switches in alternating windows",
                           description="Ratio of switch A to switch B (NAME or NAME:MODE) "
                                       "from alternating windows; the same switch twice "
@@ -282,6 +389,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("a", help="switch A, e.g. sluice:patch")
     cmp_.add_argument("b", help="switch B (the baseline), e.g. testpmd")
     add_common(cmp_)
+    add_sockets(sub)
     rep = sub.add_parser("report", help="write report.md and report.html for a results dir",
                          description="Read DIR/results.jsonl and DIR/manifest.json; write "
                                      "DIR/report.md, DIR/report.html and figures.")
@@ -349,6 +457,37 @@ def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
     return (a[0], b[0]), b[0]
 
 
+def run_ndr(args: argparse.Namespace) -> int:
+    """sluice-bench ndr: NDR/PDR searches, rows in results.jsonl, the report."""
+    try:
+        import MLRsearch  # noqa: F401
+    except ImportError:
+        print(f"{PROG}: the MLRsearch package is missing: run scripts/setup.sh", file=sys.stderr)
+        return 2
+    args.duration, args.warmup, args.cooldown = args.trial_seconds, 0.0, 0.0
+    try:
+        s = settings(args, args.switch, args.baseline)
+    except ValueError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        return dry_run(s, args)
+    from sluice.bench import ndr
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    runner = Runner(s, lambda _s, what: print(what, file=sys.stderr),
+                    lambda msg: print(msg, file=sys.stderr))
+    rows = ndr.run(runner, args.max_rate, {
+        "trial_s": args.trial_seconds, "duration_sum": args.duration_sum,
+        "width": args.width, "budget_s": args.search_budget})
+    print(f"results: {s.out / 'results.jsonl'} ({len(rows)} rows)")
+    if not args.no_report and rows:
+        from sluice.bench import report
+        path = report.write(s.out)
+        print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0 if rows else 1
+
+
 def dry_run(s: Settings, args: argparse.Namespace) -> int:
     """Prints the plan of S (every value's, for a sweep) and its expected length."""
     plans = (sweep.plans(s, args.param, args.values, rate, sizes)
@@ -384,6 +523,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = report.write(args.dir)
         print(f"report: {path} and {path.with_suffix('.html')}")
         return 0
+    if args.command == "ndr":
+        return run_ndr(args)
+    if args.command == "sockets":
+        return run_sockets(args)
     if args.command == "compare":
         keys, baseline = compare_keys(args)
         args.trials = max(args.trials, 2)

@@ -87,8 +87,9 @@ def parse_lines(text: str) -> tuple[list[Sample], list[dict[str, Any]], dict[str
 
 
 def wait(proc: subprocess.Popen[bytes], out: Path, timeout: float,
-         on_summary: Callable[[], None]) -> int:
-    """Waits for PROC; calls ON_SUMMARY once, as soon as its summary file OUT exists."""
+         on_summary: Callable[[], None], marks: dict[str, float]) -> int:
+    """Waits for PROC; calls ON_SUMMARY once, as soon as its summary file OUT exists (and
+    notes when in MARKS)."""
     deadline = time.monotonic() + timeout
     called = False
     while True:
@@ -96,6 +97,7 @@ def wait(proc: subprocess.Popen[bytes], out: Path, timeout: float,
             return proc.wait(0.1)
         except subprocess.TimeoutExpired:
             if not called and out.exists():
+                marks["summary_seen"] = time.monotonic()
                 on_summary()
                 called = True
             if time.monotonic() > deadline:
@@ -117,10 +119,12 @@ def run(cmd: list[str], log: Path, out: Path, timeout: float,
     t0 = time.monotonic()
     stdout, stderr = log.with_suffix(".stdout"), log.with_suffix(".stderr")
     note = ""
+    marks: dict[str, float] = {"popen": t0}
     with stdout.open("w") as o, stderr.open("w") as e:
         proc = subprocess.Popen(cmd, stdout=o, stderr=e, stdin=subprocess.DEVNULL)
+        marks["started"] = time.monotonic()
         try:
-            code = wait(proc, out, timeout, on_summary)
+            code = wait(proc, out, timeout, on_summary, marks)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -128,9 +132,14 @@ def run(cmd: list[str], log: Path, out: Path, timeout: float,
             note = f"# killed after {timeout:.0f} s, summary {'written' if done else 'missing'}\n"
             code = 0 if done else -9
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall = time.monotonic() - t0
+    marks["exited"] = time.monotonic()
+    wall = marks["exited"] - t0
     text, err = stdout.read_text(errors="replace"), stderr.read_text(errors="replace")
-    log.write_text(f"$ {' '.join(cmd)}\n# wall {wall:.2f} s\n{note}{text}\n{err}")
+    # CLOCK_MONOTONIC marks, comparable with the generator's monotonic_s: a slow start or
+    # a slow exit shows which phase took the time.
+    when = " ".join(f"{k}={v:.3f}" for k, v in marks.items())
+    log.write_text(f"$ {' '.join(cmd)}\n# wall {wall:.2f} s\n# monotonic {when}\n"
+                   f"{note}{text}\n{err}")
     stdout.unlink()
     stderr.unlink()
     if code != 0:

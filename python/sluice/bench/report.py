@@ -66,8 +66,14 @@ def throughput_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
                     "gbps_l2": gbps(statistics.fmean(rates), size, "l2"),
                     "generator_bound": any(r.generator_bound for r in rs),
                     "kernel_path": rs[0].kernel_path,
-                    "cpu_s_per_mpps": _cpu_per_mpps(rs)})
+                    "cpu_s_per_mpps": _cpu_per_mpps(rs),
+                    "cycles_pp": _mean_or_none([r.switch_cycles_per_packet for r in rs])})
     return out
+
+
+def _mean_or_none(vals: Sequence[float | None]) -> float | None:
+    got = [v for v in vals if v is not None]
+    return statistics.fmean(got) if got else None
 
 
 def _cpu_per_mpps(rs: Sequence[Row]) -> float | None:
@@ -209,13 +215,14 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                 "placement here; compare within one placement label, and prefer the ratios.",
                 ["scenario", "size", "switch", "placement", "method", "R+ Mpps", "q1-q3 Mpps",
                  "Gbit/s L1", "Gbit/s L2", "loss", "trials", "samples",
-                 "switch CPU s/s per Mpps",
+                 "switch CPU s/s per Mpps", "cycles/pkt",
                  "flags"],
                 [[t["scenario"], size_text(t["size"], t["size_label"]), t["switch"],
                   t["placement"], t["method"],
                   f"{t['rx_mpps']:.2f}", f"{t['q1_mpps']:.2f}-{t['q3_mpps']:.2f}",
                   f"{t['gbps_l1']:.2f}", f"{t['gbps_l2']:.2f}", f"{100 * t['loss']:.3f} %",
                   str(t["trials"]), str(t["samples"]), _fmt(t["cpu_s_per_mpps"], 2),
+                  _fmt(t["cycles_pp"], 0),
                   ",".join(f for f in ("generator_bound", "kernel_path") if t[f])]
                  for t in tput]))
     out.append(("Ratios from alternating windows",
@@ -241,6 +248,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                     [[n["scenario"], n["switch"], f"{n['size']} B", str(n["near_trials"]),
                       str(n["wanted"]), str(n["trials"]), n["outcome"]] for n in near]))
     out += report_latency.sections(rows)
+    out += report_latency.search_sections(rows)
     out += report_sweep.sections(rows)
     out += published.sections(rows, baseline)
     for scn, name in figs.items():
@@ -287,8 +295,8 @@ METHOD_TEXT = (
     "are generator_bound: the generator, not the switch, set the rate.")
 
 MISSING_TEXT = (
-    "NDR/PDR search; process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are "
-    "functional checks on 2 CPUs, their rows oversubscribed); the ovs-netdev (afxdp) peer; "
+    "Process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are functional checks on "
+    "2 CPUs, their rows oversubscribed); the ovs-netdev (afxdp) peer; "
     "IMIX in the default matrix. The latency_ns of throughput rows is sluice-gen's at "
     "saturation, which measures queueing; the latency tables come from trials at set rates.")
 

@@ -180,3 +180,24 @@ def sections(rows: Sequence[Row]) -> list[Section]:
                     "four ports, so both timestamps come from one TSC (the seven-switch "
                     "comparison's v2v latency at 1 Mpps).", h, lines))
     return out
+
+
+def search_sections(rows: Sequence[Row]) -> list[Section]:
+    """The NDR/PDR table (rows of method 'search'), PDR first."""
+    found = [r for r in rows if r.method == "search" and not r.oversubscribed]
+    if not found:
+        return []
+    found.sort(key=lambda r: (_scn(r), r.size, _key(r), r.search_goal != "pdr"))
+    lines = [[_scn(r), f"{r.size} B", _key(r), r.search_goal.upper(),
+              f"{r.loss * 100:g} %", f"{r.rx_pps / 1e6:.3f}",
+              f"{(r.search_lower_pps or 0) / 1e6:.3f}-{(r.search_upper_pps or 0) / 1e6:.3f}",
+              r.placement, str(r.search_trials), str(r.search_repeated)] for r in found]
+    return [("NDR and PDR (MLRsearch)",
+             "The highest offered rate with at most 0.5 % loss (PDR) and with none (NDR), found "
+             "by FD.io CSIT's MLRsearch over open-loop sluice-gen trials (what a port refuses "
+             "counts as loss). A search keeps to the placement of its first trial and repeats "
+             "trials that ran in another; 'bounds' are its relevant lower and upper bounds, "
+             "the spread of the figure. PDR leads: NDR on a shared VM catches the host's "
+             "rarest preemption.",
+             ["scenario", "size", "switch", "goal", "loss at most", "Mpps", "bounds Mpps",
+              "placement", "trials kept", "trials repeated"], lines)]

@@ -13,6 +13,7 @@ then the latency trials, whose loads are fractions of the R+ the throughput tria
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import shutil
@@ -136,6 +137,20 @@ def split_key(key: str) -> tuple[str, str]:
     return name, mode.split("#")[0]
 
 
+def v2v_split(scn: Scenario, keys: Sequence[str]) -> list[tuple[Scenario, list[str]]]:
+    """SCN with the KEYS that run in it. In v2v, switches without vhost-user ports
+    (`veth_only`) run apart, over the containers' veth pairs (v2v/veth, kernel_path): their
+    rows are never compared with vhost-user ones."""
+    if scn.family != "v2v" or scn.phy:
+        return [(scn, list(keys))]
+    veth = [k for k in keys if ADAPTERS[split_key(k)[0]].veth_only]
+    rest = [k for k in keys if k not in veth]
+    out = [(scn, rest)] if rest else []
+    if veth:
+        out.append((dataclasses.replace(scn, phy="veth"), veth))
+    return out
+
+
 class Runner:
     """Runs the SETTINGS' plan, reporting progress to PROGRESS(seconds_done, what)."""
 
@@ -161,10 +176,11 @@ class Runner:
         self.grow: Callable[[float], None] = lambda _s: None   # the ETA's total grows
 
     # -- plan ---------------------------------------------------------------------------
-    def usable_keys(self, scn: Scenario) -> list[str]:
-        """The switch keys that can run SCN here; the others are recorded as skipped."""
+    def usable_keys(self, scn: Scenario, wanted: Sequence[str]) -> list[str]:
+        """The switch keys of WANTED that can run SCN here; the others are recorded as
+        skipped."""
         keys = []
-        for key in self.s.switches:
+        for key in wanted:
             name, mode = split_key(key)
             cls = ADAPTERS[name]
             why = cls.available(self.s.repo)
@@ -186,42 +202,31 @@ class Runner:
         """Per scenario: the switches that run and their trials (throughput first, then
         latency); the v2v round trip of --latency fixed:RATE is a scenario of its own."""
         out = []
-        for scn, sizes in self.s.units:
-            if scn.chain and not vnfs.is_process(scn.vnf) and not gen.has_inline_vnfs(self.gen):
-                self.skip("*", scn, "this sluice-gen has no --vnf-in (inline VNFs come with "
+        for unit, sizes in self.s.units:
+            if (unit.chain and not vnfs.is_process(unit.vnf)
+                    and not gen.has_inline_vnfs(self.gen)):
+                self.skip("*", unit, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
-            if scn.chain and vnfs.is_process(scn.vnf):
-                why = vnfs.available(scn.vnf, self.s.repo) or vnfs.unsupported(scn.vnf, scn)
+            if unit.chain and vnfs.is_process(unit.vnf):
+                why = vnfs.available(unit.vnf, self.s.repo) or vnfs.unsupported(unit.vnf, unit)
                 if why:
-                    self.skip("*", scn, why)
+                    self.skip("*", unit, why)
                     continue
                 try:
-                    self.check_vnf_arrangement(scn)
+                    self.check_vnf_arrangement(unit)
                 except arrange.SharedCpuError:
                     self.cleanup_work()       # refused before run(), which would remove it
                     raise
-            keys = self.usable_keys(scn)
-            if not keys:
-                continue
-            kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
-            specs = trials_for(scn, sizes, keys, kernel, self.s.trials, self.s.baseline)
-            anywhere = "*" in self.s.latency_scenarios
-            if ("loads" in self.s.latency and (has_load_latency(scn) or anywhere)
-                    and (anywhere or scn.family in (self.s.latency_scenarios
-                                                    or (scn.family,)))):
-                lat_sizes = [z for z in sizes if z in self.s.latency_sizes]
-                specs += latency_for(scn, lat_sizes, keys, self.s.loads,
-                                     trials=self.s.latency_trials)
-            if self.s.fixed_any_scenario:
-                specs += [sp for rate in self.s.fixed_rates
-                          for sp in latency_for(scn, sizes, keys, (), rate,
-                                                self.s.latency_trials)]
-            out.append((scn, keys, specs))
+            for scn, wanted in v2v_split(unit, self.s.switches):
+                keys = self.usable_keys(scn, wanted)
+                if keys:
+                    out.append(self.plan_unit(scn, keys, sizes))
         has_v2v = any(scn.family == "v2v" for scn, _ in self.s.units)
         if not self.s.fixed_any_scenario and self.s.fixed_rates and has_v2v:
             rtt = round_trip()
-            keys = self.usable_keys(rtt)
+            keys = self.usable_keys(rtt, [k for k in self.s.switches
+                                          if not ADAPTERS[split_key(k)[0]].veth_only])
             specs = [sp for rate in self.s.fixed_rates
                      for sp in latency_for(rtt, self.s.latency_sizes, keys, (), rate,
                                            self.s.latency_trials)]
@@ -236,6 +241,22 @@ class Runner:
                         arrange.Poller("the switch's forwarding thread", self.s.switch_cpu),
                         *vnfs.planned_pollers(scn.vnf, scn.chain, self.s.vnf_cpu_list)]],
                       self.s.allow_shared_cpu)
+
+    def plan_unit(self, scn: Scenario, keys: list[str], sizes: tuple[int, ...]
+                  ) -> tuple[Scenario, list[str], list[TrialSpec]]:
+        """The trials of KEYS in SCN."""
+        kernel = {k for k in keys if ADAPTERS[split_key(k)[0]].kernel}
+        specs = trials_for(scn, sizes, keys, kernel, self.s.trials, self.s.baseline)
+        anywhere = "*" in self.s.latency_scenarios
+        if ("loads" in self.s.latency and (has_load_latency(scn) or anywhere)
+                and (anywhere or scn.family in (self.s.latency_scenarios or (scn.family,)))):
+            lat_sizes = [z for z in sizes if z in self.s.latency_sizes]
+            specs += latency_for(scn, lat_sizes, keys, self.s.loads,
+                                 trials=self.s.latency_trials)
+        if self.s.fixed_any_scenario:
+            specs += [sp for rate in self.s.fixed_rates
+                      for sp in latency_for(scn, sizes, keys, (), rate, self.s.latency_trials)]
+        return (scn, keys, specs)
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
         """Expected length of PLAN."""
@@ -261,7 +282,7 @@ class Runner:
             sw = cls(self._ctx(cls, f"{name}-{mode}-{next(self.letters)}"), mode)
             try:
                 ns = live.netns.create(f"{sw.ctx.tag}-sw") if live.netns else None
-                topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns)
+                topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns, veth_vnfs=cls.veth_only)
                 if live.netns:
                     live.netns.add_veths(topo)
                 sw.start(topo)
@@ -373,16 +394,24 @@ class Runner:
         live.signal(keys, signal.SIGCONT)
         try:
             time.sleep(0.3)
+            # Not in alternating trials: a SIGSTOP between two passes of a worker lands
+            # the stopped second in its busy or idle cycles.
+            counted = spec.method != "alternating"
+            cyc0 = {k: live.switches[k].cycles() if counted else None for k in keys}
             with self.monitor.running():
                 if spec.method == "latency":
                     extra, lat = self.latency_args(spec, self.current_label())
                 res = self.run_gen(spec, sws, live, extra)
+            # The generator continues both switches of an alternation at its end.
+            cyc = {k: _per_packet(live.switches[k].cycles() if counted else None, cyc0[k])
+                   for k in keys}
         finally:
             live.signal(keys, signal.SIGSTOP)
         wall = round(time.monotonic() - t0, 3)
         busy = {c: round(v - busy0.get(c, 0.0), 3) for c, v in procs.cpu_busy().items()}
         cpu = {k: _delta(self.cpu_of(live.switches[k]), before[k]) for k in keys}
-        common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall}
+        common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall,
+                  "cycles": cyc}
         if spec.method == "alternating":
             return self.alternating_rows(spec, sws, keys, common)
         if spec.method == "latency":
@@ -482,7 +511,8 @@ class Runner:
                    generator_bound=idle < 0.01, kernel_path=spec.scenario.kernel_path,
                    gen_idle_fraction=idle, port_kind=sw.port_kind(), steering=sw.steering(),
                    switch_cpu_s=common["cpu"][key], gen_cpu_s=round(res.cpu_s, 3),
-                   cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat, **kw)
+                   cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat,
+                   switch_cycles_per_packet=common.get("cycles", {}).get(key), **kw)
 
     def alternating_rows(self, spec: TrialSpec, sws: Sequence[Switch], keys: Sequence[str],
                          common: dict[str, Any]) -> list[Row]:
@@ -680,6 +710,13 @@ def trial_name(spec: TrialSpec) -> str:
     if spec.rate_pps is not None:
         parts.append(f"rate{spec.rate_pps:.0f}")
     return "gen-" + "-".join(p for p in parts if p).replace(":", "_").replace("#", "_")
+
+
+def _per_packet(now: tuple[int, int] | None, before: tuple[int, int] | None) -> float | None:
+    """Busy cycles per packet between two readings of a switch's counters."""
+    if now is None or before is None or now[1] <= before[1]:
+        return None
+    return round((now[0] - before[0]) / (now[1] - before[1]), 1)
 
 
 def _delta(now: float | None, before: float | None) -> float | None:

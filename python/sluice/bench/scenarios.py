@@ -1,7 +1,9 @@
 """Scenarios: which ports a switch gets and which the generator drives.
 
 - `v2v`: two vhost-user ports; the generator and sink attach with virtio-user, as
-  containers do.
+  containers do. Kernel-facing switches (no vhost-user) get `v2v/veth` instead: two veth
+  pairs, the generator's ends standing for the containers' (Docker and LXC put a container
+  on a Linux bridge this way); these rows are `kernel_path` and never compared with v2v's.
 - `p2p`: two "physical" ports, stood in for by `--phy memif` (a memif link whose far end the
   generator owns) or `--phy veth` (a veth pair whose far end sits in the generator's
   namespace; the switch attaches with af_xdp, or af_packet where that fails; these rows are
@@ -10,7 +12,9 @@
   receives, as the VNF would); `v2p` the reverse, a VNF sending out of the physical port.
 - `loopback-N`: phy -> VNF1 -> ... -> VNFN -> phy, every hop through the switch; each VNF is
   two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`)
-  or, with `--vnf l2fwd|l3fwd|testpmd-mac`, by a process of its own (vnfs.py).
+  or, with `--vnf l2fwd|l3fwd|testpmd-mac`, by a process of its own (vnfs.py); for switches
+  without vhost-user (over `--phy veth` only) two veth pairs, as a container VNF with two
+  interfaces on two networks has.
 - `pairs` N (NvsN): N sender/receiver pairs at once, each with its own two ports (v2v, p2p,
   p2v, v2p).
 - The v2v round trip (`rtt`, for `--latency fixed:RATE`): four vhost-user ports; the first
@@ -117,18 +121,28 @@ def _phy_link(scn: Scenario, work: Path, tag: str, i: int) -> Link:
 
 def _end(scn: Scenario, work: Path, tag: str, i: int) -> Link:
     """The I-th generator-facing link: even ones send (uni), odd ones receive."""
-    virtual = {"v2v": True, "p2p": False, "loopback": False,
+    virtual = {"v2v": scn.phy != "veth", "p2p": False, "loopback": False,
                "p2v": i % 2 == 1, "v2p": i % 2 == 0}[scn.family]
     return _vhost(work, tag, f"p{i}") if virtual else _phy_link(scn, work, tag, i)
 
 
-def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None) -> Topology:
-    """The links of one switch (TAG makes its names unique) in scenario SCN."""
+def _vnf_link(work: Path, tag: str, v: int, side: str, veth: bool) -> Link:
+    name = f"v{v}{side}"
+    if veth:
+        return Link(name, "veth", iface=f"{tag}s{name}", peer=f"{tag}g{name}", role="vnf")
+    return _vhost(work, tag, name, "vnf")
+
+
+def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
+             veth_vnfs: bool = False) -> Topology:
+    """The links of one switch (TAG makes its names unique) in scenario SCN. VETH_VNFS: the
+    VNFs' ports are veth pairs (switches without vhost-user, on the veth stand-in only)."""
     links: list[Link] = []
     for p in range(scn.pairs):
         links.append(_end(scn, work, tag, 2 * p))
         for v in range(1, scn.chain + 1):
-            links += [_vhost(work, tag, f"v{v}{side}", "vnf") for side in "ab"]
+            links += [_vnf_link(work, tag, v, side, veth_vnfs and scn.phy == "veth")
+                      for side in "ab"]
         links.append(_end(scn, work, tag, 2 * p + 1))
     pairs = tuple((i, i + 1) for i in range(0, len(links), 2))
     veth = any(link.kind == "veth" for link in links)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
-METHODS = ("alternating", "interleaved", "latency")
+METHODS = ("alternating", "interleaved", "latency", "search")
 LATENCY_KINDS = ("", "loads", "fixed")
 PLACEMENTS = ("near", "far", "mixed", "unlabelled")
 DIRECTIONS = ("uni", "bidir")
@@ -57,11 +57,18 @@ class Row:
     wall_s: float | None = None    # the trial's length, switch continued to stopped again
     gen_cpu_s: float | None = None
     cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
+    switch_cycles_per_packet: float | None = None  # busy TSC cycles per packet, the switch's
+                                                   # own counters (sluiced), over the trial
     latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's histogram
     pairs: int = 1                 # NvsN: sender/receiver pairs at once
     size_label: str = ""           # "imix" when size is the mean of sluice-gen's IMIX
     sweep_param: str = ""          # sluice-bench sweep: the parameter and this row's value
     sweep_value: str = ""
+    search_goal: str = ""          # sluice-bench ndr (method "search"): ndr or pdr; rx_pps
+    search_lower_pps: float | None = None   # is the conditional throughput, these its
+    search_upper_pps: float | None = None   # relevant bounds (all senders together)
+    search_trials: int = 0         # trials the search kept (one placement) ...
+    search_repeated: int = 0       # ... and repeated because the placement had changed
     # Latency trials (method "latency"): at a fraction of R+ ("loads") or a fixed rate.
     latency_kind: str = ""         # loads, fixed, or "" (throughput: saturated latency)
     latency_load: float | None = None   # fraction of R+ (loads)
@@ -69,6 +76,8 @@ class Row:
     rplus_pps: float | None = None      # the R+ the load is a fraction of
     rplus_placement: str = ""      # the placement of the rows that R+ came from (or "any")
     hist: str = ""                 # the histogram file, relative to the results directory
+    api: str = ""                  # `sluice-bench sockets` rows: the endpoints' socket API
+                                   # ("raw sendmmsg/recvmmsg, batch 32"); "" for sluice-gen
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

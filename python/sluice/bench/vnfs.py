@@ -166,6 +166,10 @@ class VnfSet:
         started are stopped again and the error is raised."""
         assert sw.topology is not None
         links = [link for link in sw.topology.links if link.role == "vnf"]
+        if any(link.kind != "vhost" for link in links):
+            raise ValueError(f"{self.kind} VNFs attach with virtio-user to vhost-user ports, "
+                             f"and {sw.name} gives its VNFs {links[0].kind} ports: use "
+                             "--vnf inline")
         chain = len(links) // 2
         try:
             for k, cpu in enumerate(cpus_for(chain, self.cpus)):

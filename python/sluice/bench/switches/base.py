@@ -69,6 +69,10 @@ class Switch(ABC):
     scenarios: ClassVar[tuple[str, ...]] = ("v2v", "p2p", "p2v", "v2p", "loopback")
     phys: ClassVar[tuple[str, ...]] = ("memif", "veth")
     vhost_server: ClassVar[bool] = True    # False: the switch connects (vhost-user client)
+    # True: the switch has no vhost-user ports (a kernel-facing switch). In v2v its ports are
+    # the containers' veth pairs (the runner gives it a v2v/veth scenario of its own,
+    # kernel_path); in loopback its VNF ports are veth pairs too.
+    veth_only: ClassVar[bool] = False
 
     def __init__(self, ctx: Context, mode: str) -> None:
         if mode not in self.modes:
@@ -125,6 +129,11 @@ class Switch(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Stops every process and removes everything start() made (idempotent)."""
+
+    def cycles(self) -> tuple[int, int] | None:
+        """(busy TSC cycles, packets) of the forwarding threads so far, from the switch's
+        own counters; None when it has none (only sluiced reports them)."""
+        return None
 
     def port_kind(self) -> str:
         """The driver of the switch's ports in the current topology."""

@@ -1,9 +1,17 @@
 """linux-bridge: the kernel's bridge between the switch's veth ends, in our own namespace.
 
-Only for p2p over veth: the generator's veth ends sit in its namespace, the switch's ends in
-the switch namespace the scenario made, where this adapter adds a bridge and enslaves them.
-There is no process: the bridge forwards in softirq on whichever CPU sent the frame, so its
-rows come from interleaved trials with placement labels, and CPU time is per-CPU busy time.
+The generator's veth ends sit in its namespace, the switch's ends in the switch namespace the
+scenario made, where this adapter adds a bridge per pair of links and enslaves them: one in
+p2p and v2v; in loopback one per segment (phy-VNF1, VNF1-VNF2, ..., VNFN-phy), as a chain of
+container networks joins VNFs with two interfaces each. In p2p the generator's ends stand
+for NICs; in v2v (run as v2v/veth) and for loopback's VNFs they stand for containers: a
+container on a Linux bridge (Docker's default network, LXC's veth type) has one end of a
+veth pair as its eth0 and the other enslaved to the bridge, which is exactly this wiring.
+Taps are what a VM's QEMU gets (and need vhost_net, absent here, to be fast); they would
+make the generator, not the container runtime, create the switch's ports, so they are not
+used. There is no process: the bridge forwards in softirq on whichever CPU sent the frame,
+so its rows come from interleaved trials with placement labels, and CPU time is per-CPU
+busy time.
 """
 
 from __future__ import annotations
@@ -28,12 +36,13 @@ class LinuxBridge(Switch):
     name = "linux-bridge"
     modes = ("learn",)
     kernel = True
-    scenarios = ("p2p",)
+    scenarios = ("p2p", "v2v", "loopback")
     phys = ("veth",)
+    veth_only = True
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
-        self.bridge = f"{ctx.tag}br"[:15]
+        self.bridges: list[str] = []
         self.netns: str | None = None
 
     @classmethod
@@ -44,22 +53,36 @@ class LinuxBridge(Switch):
             return "no /sys/class/net: cannot make veths"
         return None
 
+    def unsupported(self, scenario: str, phy: str) -> str | None:
+        if scenario == "v2v" and phy != "veth":
+            return "linux-bridge has no vhost-user ports: v2v over containers' veths only"
+        return super().unsupported(scenario, phy)
+
     def start(self, topo: Topology) -> None:
-        if topo.netns is None:
+        if topo.netns is None or any(link.kind != "veth" for link in topo.links):
             raise ValueError("linux-bridge needs veth links in a namespace")
         self.netns = topo.netns
-        ip(topo.netns, "link", "add", "name", self.bridge, "type", "bridge", "stp_state", "0",
-           "forward_delay", "0")
-        for link in topo.links:
-            ip(topo.netns, "link", "set", link.iface, "master", self.bridge)
-        ip(topo.netns, "link", "set", self.bridge, "up")
+        for k, (a, b) in enumerate(topo.pairs):
+            self._bridge(f"{self.ctx.tag}br{k}"[:15], topo.links[a].iface, topo.links[b].iface)
         self.topology = Topology(topo.links, topo.pairs, topo.netns, "kernel")
+
+    def _bridge(self, name: str, *ports: str) -> None:
+        """A learning bridge NAME (STP off) with PORTS enslaved, up."""
+        assert self.netns is not None
+        ip(self.netns, "link", "add", "name", name, "type", "bridge", "stp_state", "0",
+           "forward_delay", "0")
+        self.bridges.append(name)
+        for port in ports:
+            ip(self.netns, "link", "set", port, "master", name)
+        ip(self.netns, "link", "set", name, "up")
 
     def gen_spec(self, link: Link) -> str:
         return f"{self.ctx.extra.get('gen_veth_driver', 'af_packet')}:iface={link.peer}"
 
     def port_kind(self) -> str:
-        return "veth (kernel)"
+        vnfs = self.topology is not None and any(link.role == "vnf"
+                                                 for link in self.topology.links)
+        return "veth (kernel)" + (", VNFs on veths" if vnfs else "")
 
     def version(self) -> str:
         r = subprocess.run(["uname", "-r"], capture_output=True, text=True, timeout=5)
@@ -72,10 +95,14 @@ class LinuxBridge(Switch):
         return []
 
     def steering(self) -> str:
-        return "Linux bridge: MAC learning; unknown destinations flooded to the other port"
+        return ("Linux bridge: MAC learning; unknown destinations flooded to the other port; "
+                "one bridge per segment (loopback: phy-VNF1, VNF1-VNF2, ..., as container "
+                "networks chain VNFs). Ports: veth ends (v2v: the containers' veth pairs, as "
+                "Docker and LXC attach a container to a bridge; the generator holds the "
+                "containers' ends with af_xdp or af_packet)")
 
     def stop(self) -> None:
-        if self.netns is not None:
-            subprocess.run(["ip", "-n", self.netns, "link", "del", self.bridge],
+        while self.netns is not None and self.bridges:
+            subprocess.run(["ip", "-n", self.netns, "link", "del", self.bridges.pop()],
                            capture_output=True, timeout=20, check=False)
-            self.netns = None
+        self.netns = None

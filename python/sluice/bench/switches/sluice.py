@@ -117,6 +117,15 @@ class Sluice(Switch):
             return "sluiced patch: each pair of ports cross-connected (sluicectl patch)"
         return "sluiced learn: all ports in one learning bridge (MAC learning, flooding)"
 
+    def cycles(self) -> tuple[int, int] | None:
+        try:
+            with RpcClient(str(self.socket), timeout=5) as rpc:
+                workers = rpc.call("stats").get("workers", [])
+        except (OSError, RpcError):
+            return None
+        return (sum(int(w["busy_cycles"]) for w in workers),
+                sum(int(w["packets"]) for w in workers))
+
     def stats(self) -> dict[str, object]:
         """The daemon's counters for the bench switch."""
         with RpcClient(str(self.socket), timeout=10) as rpc:

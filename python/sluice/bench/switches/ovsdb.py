@@ -1,0 +1,163 @@
+"""A private Open vSwitch: its own ovsdb-server and ovs-vswitchd under a work directory.
+
+Shared by the ovs-dpdk and ovs-netdev adapters. Everything lives under DIR (database,
+sockets, logs, the bridge's OpenFlow socket) and the environment points OVS's run, database,
+log and configuration directories there, so no system service or file is touched. The
+daemons are started by this object, stopped by PID, and vswitchd runs in a network namespace
+(the scenario's switch namespace, or one of its own), so its taps never join the host's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sluice.bench import procs
+
+SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+TOOLS = ("ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
+BRIDGE = "br0"
+
+
+class PrivateOvs:
+    """ovsdb-server plus ovs-vswitchd with every file under DIR; TAG names its namespace."""
+
+    def __init__(self, work: Path, tag: str) -> None:
+        self.dir = work
+        self.tag = tag
+        self.db: subprocess.Popen[bytes] | None = None
+        self.vswitchd: subprocess.Popen[bytes] | None = None
+        self.own_netns: str | None = None
+
+    def env(self) -> dict[str, str]:
+        """The environment that points OVS's directories at DIR."""
+        d = str(self.dir)
+        return {**os.environ, "OVS_RUNDIR": d, "OVS_DBDIR": d, "OVS_LOGDIR": d,
+                "OVS_SYSCONFDIR": d, "OVS_PKGDATADIR": "/usr/share/openvswitch"}
+
+    def vsctl(self, *args: str) -> str:
+        """ovs-vsctl against the private database."""
+        r = subprocess.run(["ovs-vsctl", f"--db=unix:{self.dir}/db.sock", "--timeout=30",
+                            *args], capture_output=True, text=True, env=self.env(), timeout=40)
+        if r.returncode != 0:
+            raise RuntimeError(f"ovs-vsctl {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout.strip()
+
+    def ofctl(self, *args: str) -> str:
+        """ovs-ofctl against the private bridge's OpenFlow socket."""
+        r = subprocess.run(["ovs-ofctl", args[0], f"unix:{self.dir}/{BRIDGE}.mgmt", *args[1:]],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError(f"ovs-ofctl {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def appctl(self, *args: str) -> str:
+        """ovs-appctl against the private vswitchd ('' when it does not answer)."""
+        r = subprocess.run(["ovs-appctl", "-T", "10", "-t", str(self.dir / "vswitchd.ctl"),
+                            *args], capture_output=True, text=True, timeout=20, check=False)
+        return r.stdout
+
+    def start_db(self, ctl_cpu: int, other_config: Sequence[str]) -> None:
+        """A fresh database and its server on CTL_CPU; OTHER_CONFIG (key=value) set."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["ovsdb-tool", "create", str(self.dir / "conf.db"), str(SCHEMA)],
+                       check=True, capture_output=True)
+        self.db = procs.start(
+            ["taskset", "-c", str(ctl_cpu), "ovsdb-server", str(self.dir / "conf.db"),
+             f"--remote=punix:{self.dir}/db.sock", f"--unixctl={self.dir}/ovsdb.ctl",
+             "--no-chdir", f"--log-file={self.dir}/ovsdb.log"], self.dir / "ovsdb.out",
+            self.env())
+        procs.wait_until((self.dir / "db.sock").exists, self.db, "ovsdb-server")
+        self.vsctl("--no-wait", "init")
+        if other_config:
+            self.vsctl("--no-wait", "set", "Open_vSwitch", ".",
+                       *(f"other_config:{kv}" for kv in other_config))
+
+    def _make_own_netns(self) -> str:
+        name = f"{self.tag}-ovs"
+        subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True)
+        self.own_netns = name
+        return name
+
+    def start_vswitchd(self, exe: Path, cpus: str, netns: str | None) -> None:
+        """EXE pinned to CPUS (its threads start there; PMD threads follow pmd-cpu-mask) in
+        NETNS, or in a namespace of its own; returns when its control socket exists."""
+        log = self.dir / "vswitchd.log"
+        netns = netns or self._make_own_netns()
+        cmd = ["ip", "netns", "exec", netns, "taskset", "-c", cpus, str(exe),
+               f"unix:{self.dir}/db.sock", f"--unixctl={self.dir}/vswitchd.ctl", "--no-chdir",
+               f"--log-file={log}", "-vconsole:off", "-vfile:info"]
+        self.vswitchd = procs.start(cmd, self.dir / "vswitchd.out", self.env())
+        procs.wait_until((self.dir / "vswitchd.ctl").exists, self.vswitchd, "ovs-vswitchd",
+                         self.dir / "vswitchd.out", timeout=60)
+
+    def add_bridge(self) -> None:
+        """The userspace (netdev) datapath's bridge BRIDGE."""
+        self.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
+
+    def add_port(self, name: str, ofport: int, iface_args: Sequence[str]) -> None:
+        """Port NAME with interface settings IFACE_ARGS as OpenFlow port OFPORT; RuntimeError
+        (after removing it again) when OVS reports an error for it."""
+        self.vsctl("add-port", BRIDGE, name, "--", "set", "Interface", name, *iface_args,
+                   f"ofport_request={ofport}")
+        try:
+            self.wait_port(name)
+        except RuntimeError:
+            self.vsctl("--if-exists", "del-port", BRIDGE, name)
+            raise
+
+    def wait_port(self, name: str) -> None:
+        """RuntimeError when OVS reports an error for the interface NAME."""
+        for _ in range(20):
+            err = self.vsctl("--if-exists", "get", "Interface", name, "error")
+            if err not in ("", "[]"):
+                raise RuntimeError(f"ovs port {name}: {err}")
+            ofport = self.vsctl("get", "Interface", name, "ofport")
+            if ofport not in ("[]", "-1"):
+                return
+            time.sleep(0.2)
+
+    def pair_flows(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Replaces NORMAL with in_port->output rules for link index PAIRS, both ways
+        (OpenFlow port numbers are link index + 1)."""
+        self.ofctl("del-flows")
+        for a, b in pairs:
+            self.ofctl("add-flow", f"in_port={a + 1},actions=output:{b + 1}")
+            self.ofctl("add-flow", f"in_port={b + 1},actions=output:{a + 1}")
+
+    def pid(self) -> int | None:
+        """vswitchd's PID while it runs."""
+        return self.vswitchd.pid if self.vswitchd else None
+
+    def stop(self) -> None:
+        """Stops both daemons by PID and removes the namespace made here (idempotent)."""
+        if self.vswitchd is not None:
+            if self.vswitchd.poll() is None:
+                self.vswitchd.send_signal(signal.SIGCONT)
+            self.appctl("exit")
+            procs.stop(self.vswitchd, timeout=20)
+            self.vswitchd = None
+        if self.db is not None:
+            procs.stop(self.db, timeout=10)
+            self.db = None
+        if self.own_netns is not None:
+            subprocess.run(["ip", "netns", "del", self.own_netns], capture_output=True,
+                           timeout=20, check=False)
+            self.own_netns = None
+
+
+def version(exe: Path) -> str:
+    """EXE --version on one line."""
+    r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=10)
+    return " ".join(r.stdout.split()) or f"{exe.name} (version unknown)"
+
+
+def missing(*paths: Path) -> list[str]:
+    """Which of PATHS and of OVS's tools are absent."""
+    out = [str(p) for p in (*paths, SCHEMA) if not p.exists()]
+    return out + [t for t in TOOLS if shutil.which(t) is None]
