@@ -11,7 +11,7 @@ from sluice.bench import arrange, cli, examples, gen, vnfs
 from sluice.bench.arrange import Poller
 from sluice.bench.plan import choose_method
 from sluice.bench.scenarios import parse, topology
-from sluice.bench.switches import ADAPTERS, Context, Topology
+from sluice.bench.switches import ADAPTERS, Context, Link, Topology
 from sluice.bench.switches.basicfwd import Basicfwd
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,3 +166,16 @@ def test_switches_with_vnf_processes_run_interleaved() -> None:
     assert choose_method(parse("loopback-1", "memif", "uni"), keys, set()) == "alternating"
     assert choose_method(parse("loopback-1", "memif", "uni", vnf="l2fwd"), keys,
                          set()) == "interleaved"
+
+
+def test_process_vnfs_refuse_veth_vnf_ports(tmp_path: Path) -> None:
+    """Kernel-facing switches give loopback's VNFs veth pairs: nothing to attach to."""
+    sw = Basicfwd(ctx(tmp_path), "fwd")
+    sw.topology = Topology((Link("p0", "memif", path="/x"),
+                            Link("v1a", "veth", iface="a", peer="b", role="vnf"),
+                            Link("v1b", "veth", iface="c", peer="d", role="vnf"),
+                            Link("p1", "memif", path="/y")), ((0, 1), (2, 3)))
+    vs = vnfs.VnfSet("l2fwd", "basicfwd:fwd", (0,))
+    with pytest.raises(ValueError, match="use --vnf inline"):
+        vs.start(sw)
+    assert vs.pids() == []
