@@ -264,3 +264,17 @@ def test_search_rows_make_the_ndr_table() -> None:
     assert title == "NDR and PDR (MLRsearch)" and headers[3] == "goal"
     assert [ln[3] for ln in lines or []] == ["PDR", "NDR"]
     assert (lines or [])[0][5] == "7.000"
+
+
+def test_echo_trials_and_table() -> None:
+    from sluice.bench.plan import echo_for
+    specs = echo_for(parse("v2v", "memif", "uni"), [64], ["a:x"], (4, 32))
+    assert [(s.burst, s.latency_kind) for s in specs] == [(4, "echo"), (32, "echo")]
+    assert cli.latency_modes("echo,loads") == ("echo", "loads")
+    rows = [lat_row(scenario="v2v", phy="", latency_kind="echo", latency_load=None,
+                    asked_pps=1000.0, burst=b, latency_ns={"mean": m, "p99": 2 * m,
+                                                           "count": 100.0})
+            for b, m in ((4, 10000.0), (32, 30000.0))]
+    headers, lines = report_latency.echo_table(rows)
+    assert headers[3:] == ["burst 4: mean (p99) us", "burst 32: mean (p99) us"]
+    assert lines == [["v2v", "64 B", "sluice:patch", "10.0 (20.0)", "30.0 (60.0)"]]

@@ -57,13 +57,13 @@ def latency_modes(text: str) -> tuple[str, ...]:
     """'loads' and/or 'fixed:RATE' (RATE normalised to packets per second)."""
     out = []
     for word in csv(text):
-        if word == "loads":
+        if word in ("loads", "echo"):
             out.append(word)
         elif word.startswith("fixed:"):
             out.append(f"fixed:{rate(word.split(':', 1)[1]):.0f}")
         else:
-            raise argparse.ArgumentTypeError(f"unknown latency mode {word!r}: loads or "
-                                             "fixed:RATE (e.g. fixed:1Mpps)")
+            raise argparse.ArgumentTypeError(f"unknown latency mode {word!r}: loads, echo "
+                                             "or fixed:RATE (e.g. fixed:1Mpps)")
     return tuple(out)
 
 
@@ -187,7 +187,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
                         "(round-trip time at --loads fractions of each switch's R+ for p2p "
                         "and loopback-1..4, as the seven-switch comparison's RTT table) "
                         "and/or 'fixed:RATE' (the four-port v2v round trip at RATE, e.g. "
-                        "fixed:1Mpps as that study's v2v table); default none")
+                        "fixed:1Mpps as that study's v2v table) and/or 'echo' (v2v: a ping "
+                        "client and a reflector on the two containers' ports, 1000 pps in "
+                        "bursts of --echo-bursts, mean RTT per frame, as the container "
+                        "benchmark study); default none")
+    p.add_argument("--echo-bursts", type=lambda t: tuple(int(w) for w in csv(t)),
+                   default=(4, 8, 16, 32, 64, 128),
+                   help="burst lengths of --latency echo (default 4,8,16,32,64,128)")
     p.add_argument("--loads", type=loads, default=(0.10, 0.50, 0.99),
                    help="fractions of R+ for --latency loads (default 0.1,0.5,0.99)")
     p.add_argument("--latency-sizes", type=sizes, default=(64,),
@@ -419,6 +425,7 @@ def latency_settings(args: argparse.Namespace) -> dict[str, object]:
             "latency_scenarios": (DEFAULT_MATRIX_LATENCY_SCENARIOS if default
                                   else tuple(csv(args.latency_scenarios))),
             "loads": args.loads, "latency_sizes": args.latency_sizes,
+            "echo_bursts": args.echo_bursts,
             "latency_duration": args.latency_duration}
 
 

@@ -37,12 +37,15 @@ class TrialSpec:
     switches: tuple[str, ...]
     load: float | None = None         # latency at this fraction of R+ ...
     rate_pps: float | None = None     # ... or at this fixed rate (all senders together)
+    burst: int | None = None          # ... or the echo test's bursts of this many frames
 
     @property
     def latency_kind(self) -> str:
-        """loads or fixed for latency trials, '' for throughput ones."""
+        """loads, fixed or echo for latency trials, '' for throughput ones."""
         if self.method != "latency":
             return ""
+        if self.burst is not None:
+            return "echo"
         return "loads" if self.load is not None else "fixed"
 
     @property
@@ -112,6 +115,13 @@ def latency_for(scn: Scenario, sizes: Sequence[int], keys: Sequence[str],
                 out.append(TrialSpec(scn, size, t, "latency", (k,), rate_pps=rate_pps))
             out += [TrialSpec(scn, size, t, "latency", (k,), load=f) for f in loads]
     return out
+
+
+def echo_for(scn: Scenario, sizes: Sequence[int], keys: Sequence[str],
+             bursts: Sequence[int], trials: int = 1) -> list[TrialSpec]:
+    """The container study's echo test in SCN: each switch, size and burst length."""
+    return [TrialSpec(scn, size, t, "latency", (k,), burst=b)
+            for size in sizes for t, k in round_robin(keys, trials) for b in bursts]
 
 
 def expected_seconds(specs: Sequence[TrialSpec], duration: float, starts: int) -> float:

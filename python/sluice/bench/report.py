@@ -249,6 +249,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                       str(n["wanted"]), str(n["trials"]), n["outcome"]] for n in near]))
     out += report_latency.sections(rows)
     out += report_latency.search_sections(rows)
+    out += report_latency.echo_sections(rows)
     out += report_sweep.sections(rows)
     out += published.sections(rows, baseline)
     for scn, name in figs.items():

@@ -201,3 +201,36 @@ def search_sections(rows: Sequence[Row]) -> list[Section]:
              "rarest preemption.",
              ["scenario", "size", "switch", "goal", "loss at most", "Mpps", "bounds Mpps",
               "placement", "trials kept", "trials repeated"], lines)]
+
+
+def echo_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
+    """Per scenario, size and switch: mean RTT per frame (p99) at each burst length."""
+    lat = [r for r in latency_rows(rows) if r.latency_kind == "echo" and r.burst]
+    bursts = sorted({r.burst for r in lat if r.burst})
+    groups: dict[tuple[str, int, str], list[Row]] = defaultdict(list)
+    for r in lat:
+        groups[(_scn(r), r.size, _key(r))].append(r)
+    headers = ["scenario", "size", "switch"] + [f"burst {b}: mean (p99) us" for b in bursts]
+    lines = []
+    for (scn, size, key), rs in sorted(groups.items()):
+        cells = []
+        for b in bursts:
+            lab, at = _pick([r for r in rs if r.burst == b])
+            cells.append(f"{_us(statistics.fmean(r.latency_ns['mean'] for r in at))} "
+                         f"({_us(statistics.fmean(r.latency_ns.get('p99', 0.0) for r in at))})"
+                         f"{'' if lab == 'near' else ' ' + lab}" if at else "")
+        lines.append([scn, f"{size} B", key, *cells])
+    return headers, lines
+
+
+def echo_sections(rows: Sequence[Row]) -> list[Section]:
+    """The echo test's table (none without echo rows)."""
+    h, lines = echo_table(rows)
+    if not lines:
+        return []
+    return [("Latency: the echo test (container benchmark framework)",
+             "A ping client on one container port and a reflector on the other, both in one "
+             "sluice-gen loop, 1000 frames per second in bursts of the given length; every "
+             "frame's round trip through the switch twice. At 1000 pps an idle-sleeping "
+             "worker wakes for each burst, so this also measures how fast it wakes "
+             "(sluiced naps after 200 us without a packet; testpmd always polls).", h, lines)]

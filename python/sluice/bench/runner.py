@@ -34,6 +34,7 @@ from sluice.bench.plan import (
     LOADS,
     START_S,
     TrialSpec,
+    echo_for,
     has_load_latency,
     latency_for,
     pick_baseline,
@@ -70,7 +71,8 @@ class Settings:
     vnf_cpus: tuple[int, ...] = ()     # CPUs of process VNFs, in turn; default: gen_cpu
     gen: Path | None = None            # sluice-gen; default: the repository's build
     monitor: Path | None = None        # placement monitor; default: bin/sluice-placement
-    latency: tuple[str, ...] = ()      # "loads" and/or "fixed:<pps>"
+    latency: tuple[str, ...] = ()      # "loads", "fixed:<pps>" and/or "echo"
+    echo_bursts: tuple[int, ...] = (4, 8, 16, 32, 64, 128)
     latency_sizes: tuple[int, ...] = (64,)
     latency_scenarios: tuple[str, ...] = ()   # families for loads; () = every eligible
     latency_duration: float = 6.0
@@ -256,6 +258,9 @@ class Runner:
         if self.s.fixed_any_scenario:
             specs += [sp for rate in self.s.fixed_rates
                       for sp in latency_for(scn, sizes, keys, (), rate, self.s.latency_trials)]
+        if "echo" in self.s.latency and scn.family == "v2v" and scn.pairs == 1:
+            specs += echo_for(scn, self.s.latency_sizes, keys, self.s.echo_bursts,
+                              self.s.latency_trials)
         return (scn, keys, specs)
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
@@ -344,9 +349,24 @@ class Runner:
                   else [[g, *(p for sw in sws for p in sw.pollers()), *vnf_pollers]])
         return arrange.check(phases, self.s.allow_shared_cpu)
 
+    def echo_cmd(self, spec: TrialSpec, sw: Switch, out: Path, extra: Sequence[str]
+                 ) -> list[str]:
+        """The echo test: a ping client on the first port, a reflector on the second, one
+        sluice-gen loop serving both (its two ends share one TSC)."""
+        assert sw.topology is not None
+        a, b = sw.topology.links[0], sw.topology.links[1]
+        return [str(self.gen), "--cpu", str(self.s.gen_cpu), "--role", "ping", "--size",
+                gen_size(spec.size), "--duration", str(self.s.latency_duration), "--json",
+                "--out", str(out), "--warmup", str(self.s.warmup), "--burst",
+                str(spec.burst), "--port", sw.gen_spec(a), "--reflect", sw.gen_spec(b),
+                *extra]
+
     def gen_cmd(self, spec: TrialSpec, sws: Sequence[Switch], out: Path,
                 netns: str | None, extra: Sequence[str] = ()) -> list[str]:
         """The sluice-gen command of one trial."""
+        if spec.latency_kind == "echo":
+            cmd = self.echo_cmd(spec, sws[0], out, extra)
+            return ["ip", "netns", "exec", netns, *cmd] if netns else cmd
         cmd = [str(self.gen), "--cpu", str(self.s.gen_cpu), "--role", "txrx", "--size",
                gen_size(spec.size), "--duration", str(self.s.gen_seconds(spec.method)), "--json",
                "--out", str(out), *(extra or ("--rate", "max")), *self.s.gen_extra]
@@ -450,7 +470,9 @@ class Runner:
         scn = spec.scenario
         senders = scn.pairs * (2 if scn.direction == "bidir" else 1)
         rp, where = None, ""
-        if spec.load is not None:
+        if spec.burst is not None:
+            total = 1000.0        # the container study's R: 1000 packets per second
+        elif spec.load is not None:
             found = self.rplus(spec.switches[0], scn, row_size(spec.size), label)
             if found is None:
                 raise RuntimeError(f"no R+ of {spec.switches[0]} in {scn.label()} at "
@@ -460,12 +482,14 @@ class Runner:
         else:
             assert spec.rate_pps is not None
             total = spec.rate_pps
+        if spec.burst is not None:
+            senders = 1
         hist = self.s.out / "hist" / f"{trial_name(spec)}.json"
         hist.parent.mkdir(parents=True, exist_ok=True)
         args = ["--rate", f"{max(total / senders, 1.0):.0f}", "--hist-out", str(hist)]
         fields = {"latency_kind": spec.latency_kind, "latency_load": spec.load,
                   "asked_pps": round(total, 1), "rplus_pps": rp, "rplus_placement": where,
-                  "hist": str(hist.relative_to(self.s.out))}
+                  "hist": str(hist.relative_to(self.s.out)), "burst": spec.burst}
         return args, fields
 
     def latency_row(self, spec: TrialSpec, sw: Switch, key: str, common: dict[str, Any],
@@ -648,7 +672,9 @@ class Runner:
         """Runs SPEC if its switches started; a failed trial is recorded, not fatal."""
         what = (f"{spec.scenario.label()} {gen_size(spec.size)} B trial {spec.trial}: "
                 + " vs ".join(spec.switches))
-        if spec.method == "latency":
+        if spec.latency_kind == "echo":
+            what += f" echo, bursts of {spec.burst}"
+        elif spec.method == "latency":
             what += (f" latency at {spec.load:g} R+" if spec.load is not None
                      else f" latency at {(spec.rate_pps or 0) / 1e6:g} Mpps")
         if any(k not in live.switches for k in spec.switches):
@@ -709,6 +735,8 @@ def trial_name(spec: TrialSpec) -> str:
         parts.append(f"load{spec.load:g}")
     if spec.rate_pps is not None:
         parts.append(f"rate{spec.rate_pps:.0f}")
+    if spec.burst is not None:
+        parts.append(f"echo{spec.burst}")
     return "gen-" + "-".join(p for p in parts if p).replace(":", "_").replace("#", "_")
 
 

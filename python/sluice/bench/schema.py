@@ -15,7 +15,7 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 METHODS = ("alternating", "interleaved", "latency", "search")
-LATENCY_KINDS = ("", "loads", "fixed")
+LATENCY_KINDS = ("", "loads", "fixed", "echo")
 PLACEMENTS = ("near", "far", "mixed", "unlabelled")
 DIRECTIONS = ("uni", "bidir")
 
@@ -76,6 +76,7 @@ class Row:
     rplus_pps: float | None = None      # the R+ the load is a fraction of
     rplus_placement: str = ""      # the placement of the rows that R+ came from (or "any")
     hist: str = ""                 # the histogram file, relative to the results directory
+    burst: int | None = None       # echo: frames per burst of the ping client
     api: str = ""                  # `sluice-bench sockets` rows: the endpoints' socket API
                                    # ("raw sendmmsg/recvmmsg, batch 32"); "" for sluice-gen
     schema: int = SCHEMA_VERSION
