@@ -5,7 +5,9 @@
 #   scripts/setup.sh            packages, Python venv, hugepages
 #   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
 #   scripts/setup.sh --peers    also the peer switches and report tools of sluice-bench:
-#                               openvswitch-switch(-dpdk)
+#                               openvswitch-switch(-dpdk), and DPDK's examples l2fwd,
+#                               l3fwd and basicfwd built from dpdk-doc into
+#                               build/dpdk-examples/
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,7 @@ for arg in "$@"; do
 	--no-huge) do_huge=0 ;;
 	--peers) do_peers=1 ;;
 	-h|--help)
-		sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0 ;;
 	*) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
 	esac
@@ -40,6 +42,7 @@ debian_packages=(
 )
 # clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
 # in a test of `make test`.
+# dpdk-doc ships the sources of DPDK's examples, which --peers builds (l2fwd, l3fwd, basicfwd).
 # sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK, and the plain build
 # whose userspace datapath is the ovs-netdev peer (a private ovsdb-server and ovs-vswitchd
 # are started by the harness; no system service is used).
@@ -109,7 +112,15 @@ reserve_hugepages() {
 	fi
 }
 
+# DPDK's example applications (dpdk-doc's sources, in the list above) as sluice-bench's VNFs
+# and basicfwd peer, built against the installed DPDK; ones already built are skipped.
+build_dpdk_examples() {
+	"$top/scripts/dpdk-examples.sh" "$top/build/dpdk-examples" \
+		|| die "building DPDK's examples failed"
+}
+
 install_debian_packages
 setup_venv
+[ "$do_peers" -eq 0 ] || build_dpdk_examples
 [ "$do_huge" -eq 0 ] || reserve_hugepages
 say "done"

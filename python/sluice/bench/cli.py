@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sluice.bench import arrange, scenarios, sweep
+from sluice.bench import arrange, scenarios, sweep, vnfs
 from sluice.bench.runner import Runner, Settings
 from sluice.bench.scenarios import Scenario
 from sluice.bench.stats import IMIX
@@ -94,6 +94,17 @@ def sizes(text: str) -> tuple[int, ...]:
     return out
 
 
+def cpu_list(text: str) -> tuple[int, ...]:
+    """CPU numbers from '0' or '0,1'."""
+    try:
+        out = tuple(int(w) for w in csv(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad CPU list {text!r}") from e
+    if not out or any(c < 0 for c in out):
+        raise argparse.ArgumentTypeError(f"bad CPU list {text!r}")
+    return out
+
+
 def switch_keys(text: str) -> tuple[str, ...]:
     """name:mode keys from '--switch': a bare name means every mode of that adapter."""
     keys: list[str] = []
@@ -153,9 +164,18 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-shared-cpu", action="store_true",
                    help="run even when two busy pollers would share a CPU; rows are then "
                         "marked oversubscribed and kept out of comparisons")
-    p.add_argument("--vnf", choices=("inline",), default="inline",
-                   help="where loopback VNFs run: inline, in sluice-gen's loop (the only "
-                        "arrangement that measures the switch on 2 CPUs)")
+    p.add_argument("--vnf", choices=vnfs.KINDS, default="inline",
+                   help="who serves loopback's VNFs: inline (default), DPDK's l2fwd inside "
+                        "sluice-gen's loop, the only arrangement that measures the switch on "
+                        "2 CPUs; or a process per VNF attached with virtio-user: l2fwd or "
+                        "l3fwd (DPDK's examples: scripts/dpdk-examples.sh builds them) or "
+                        "testpmd-mac (dpdk-testpmd --forward-mode=mac). Process VNFs busy-poll "
+                        "beside the generator or the switch on 2 CPUs: they need "
+                        "--allow-shared-cpu, their rows are marked oversubscribed, and they "
+                        "are functional checks, not measurements")
+    p.add_argument("--vnf-cpus", type=cpu_list, default=None,
+                   help="CPUs of process VNFs, comma-separated, taken in turn along the "
+                        "chain (default: --gen-cpu)")
     p.add_argument("--gen", type=Path, default=None,
                    help="the sluice-gen to use (default build/tools/gen/sluice-gen); "
                         "loopback needs one with --vnf-in")
@@ -298,6 +318,7 @@ def make_parser() -> argparse.ArgumentParser:
                "  sluice-bench run --matrix default --duration 2\n"
                "  sluice-bench compare testpmd testpmd --duration 20\n"
                "  sluice-bench sweep --param chain --values 1,2,3 --switch sluice:patch\n"
+               "  sluice-bench run --scenario loopback-1 --vnf l2fwd --allow-shared-cpu\n"
                "  sluice-bench sockets --api udp,raw --batch 1,32 --sizes 64 --duration 10\n"
                "  sluice-bench report bench/results/20261122T174500Z\n")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -307,11 +328,13 @@ def make_parser() -> argparse.ArgumentParser:
     add_common(run)
     run.add_argument("--switch", type=switch_keys, default=switch_keys(DEFAULT_SWITCHES),
                      help="comma-separated switches, NAME or NAME:MODE: sluice (patch, learn), "
-                          "testpmd (io), ovs-dpdk (normal, flows), ovs-netdev (normal, flows "
-                          "with afxdp ports, normal-system, flows-system; veth only), "
-                          "linux-bridge (learn; veth only). In v2v the veth-only switches run "
-                          "over the containers' veth pairs (v2v/veth, kernel_path). A bare "
-                          f"name runs every mode. (default {DEFAULT_SWITCHES})")
+                          "testpmd (io), basicfwd (fwd: DPDK's skeleton example, no logic; "
+                          "scripts/dpdk-examples.sh builds it), ovs-dpdk (normal, flows), "
+                          "ovs-netdev (normal, flows with afxdp ports, normal-system, "
+                          "flows-system; veth only), linux-bridge (learn; veth only). In v2v the "
+                          "veth-only switches run over the containers' veth pairs (v2v/veth, "
+                          "kernel_path). A bare name runs every mode. "
+                          f"(default {DEFAULT_SWITCHES})")
     run.add_argument("--baseline", default="testpmd",
                      help="switch every other userspace switch is alternated against "
                           "(default testpmd; the first switch when it is absent)")
@@ -383,12 +406,14 @@ def make_parser() -> argparse.ArgumentParser:
 def units(args: argparse.Namespace) -> tuple[tuple[Scenario, tuple[int, ...]], ...]:
     """(scenario, sizes) pairs from the options or the default matrix."""
     if getattr(args, "matrix", None) == "default":
-        return tuple((scenarios.parse(n, phy, "uni"), sz) for n, phy, sz in DEFAULT_MATRIX)
+        return tuple((scenarios.parse(n, phy, "uni", vnf=args.vnf), sz)
+                     for n, phy, sz in DEFAULT_MATRIX)
     out = []
     for name in csv(args.scenario):
         for direction in csv(args.direction):
             phys = ["memif"] if name == "v2v" else csv(args.phy)
-            out += [(scenarios.parse(name, phy, direction, args.pairs), args.sizes)
+            out += [(scenarios.parse(name, phy, direction, args.pairs, vnf=args.vnf),
+                     args.sizes)
                     for phy in phys]
     return tuple(out)
 
@@ -423,9 +448,9 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
                     warmup=warmup, cooldown=args.cooldown, switch_cpu=args.switch_cpu,
                     gen_cpu=args.gen_cpu, allow_shared_cpu=args.allow_shared_cpu,
                     baseline=baseline, out=args.out or default_out(), repo=REPO,
-                    vnf=args.vnf, gen=args.gen, monitor=args.placement_monitor,
-                    min_near=args.min_near, budget_s=args.budget,
-                    **latency_settings(args))  # type: ignore[arg-type]
+                    vnf=args.vnf, vnf_cpus=args.vnf_cpus or (), gen=args.gen,
+                    monitor=args.placement_monitor, min_near=args.min_near,
+                    budget_s=args.budget, **latency_settings(args))  # type: ignore[arg-type]
 
 
 def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
@@ -524,7 +549,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     if args.dry_run:
-        return dry_run(s, args)
+        try:
+            return dry_run(s, args)
+        except arrange.SharedCpuError as e:   # process VNFs are refused at planning
+            print(f"{PROG}: refused: {e}", file=sys.stderr)
+            return 2
     from sluice.bench.progress import run_with_progress
     # SIGTERM and SIGHUP (a timeout, a closed terminal, a cancelled CI job) unwind like ^C,
     # so that every switch is continued, stopped and cleaned up by the runner's finally

@@ -38,12 +38,13 @@ def has_inline_vnfs(gen: Path) -> bool:
     return gen.exists() and "--vnf-in" in help_text(gen)
 
 
-def port_args(sw: Switch) -> list[str]:
+def port_args(sw: Switch, inline_vnfs: bool = True) -> list[str]:
     """--port for the switch's phy links, --vnf-in/--vnf-out for its VNFs, which rewrite
-    the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P)."""
+    the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P).
+    Without INLINE_VNFS the VNFs are processes of their own (vnfs.py): phy ports only."""
     assert sw.topology is not None
     args: list[str] = []
-    vnf_links = [link for link in sw.topology.links if link.role == "vnf"]
+    vnf_links = [link for link in sw.topology.links if link.role == "vnf" and inline_vnfs]
     for link in sw.topology.links:
         if link.role == "phy":
             args += ["--port", sw.gen_spec(link)]

@@ -2,9 +2,10 @@
 
 Userspace switches are compared in alternating windows (one sluice-gen run = one trial of a
 switch against the baseline; even trials put the measured switch first in the generator's
-loop, odd trials the baseline, so a bias of position cancels). Kernel switches, and every
-switch in a `kernel_path` scenario, run in interleaved trials in round-robin order: each
-trial visits every switch once, starting one further along each time. Latency trials run
+loop, odd trials the baseline, so a bias of position cancels). Kernel switches, every
+switch in a `kernel_path` scenario and every switch with VNF processes (`--vnf l2fwd`, ...)
+run in interleaved trials in round-robin order: each trial visits every switch once,
+starting one further along each time. Latency trials run
 one switch at a time at a set rate (a fraction of its R+ measured earlier in the run, or a
 fixed rate) after the throughput trials of their scenario.
 """
@@ -62,9 +63,12 @@ def round_robin(items: Sequence[str], trials: int) -> list[tuple[int, str]]:
 
 
 def choose_method(scn: Scenario, keys: Sequence[str], kernel: set[str]) -> str:
-    """alternating when two or more userspace switches share a non-kernel path."""
+    """alternating when two or more userspace switches share a non-kernel path and the VNFs,
+    if any, are sluice-gen's own: VNF processes are not stopped with their switch inside an
+    alternating run, so each switch runs alone with its VNFs instead."""
     user = [k for k in keys if k not in kernel]
-    if scn.kernel_path or len(user) < 2 or len(user) != len(keys):
+    process_vnfs = scn.vnf not in ("", "inline")
+    if scn.kernel_path or process_vnfs or len(user) < 2 or len(user) != len(keys):
         return "interleaved"
     return "alternating"
 

@@ -296,7 +296,8 @@ METHOD_TEXT = (
     "are generator_bound: the generator, not the switch, set the rate.")
 
 MISSING_TEXT = (
-    "Process VNFs (--vnf l2fwd/testpmd-mac); the ovs-netdev (afxdp) peer; "
+    "Process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are functional checks on "
+    "2 CPUs, their rows oversubscribed); the ovs-netdev (afxdp) peer; "
     "IMIX in the default matrix. The latency_ns of throughput rows is sluice-gen's at "
     "saturation, which measures queueing; the latency tables come from trials at set rates.")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import arrange, gen, manifest, placement, procs
+from sluice.bench import arrange, gen, manifest, placement, procs, vnfs
 from sluice.bench.abwindows import Window
 from sluice.bench.plan import (
     GEN_OVERHEAD_S,
@@ -68,6 +68,7 @@ class Settings:
     out: Path
     repo: Path
     vnf: str = "inline"
+    vnf_cpus: tuple[int, ...] = ()     # CPUs of process VNFs, in turn; default: gen_cpu
     gen: Path | None = None            # sluice-gen; default: the repository's build
     monitor: Path | None = None        # placement monitor; default: bin/sluice-placement
     latency: tuple[str, ...] = ()      # "loads", "fixed:<pps>" and/or "echo"
@@ -83,6 +84,11 @@ class Settings:
     switch_burst: int | None = None    # the switches' receive burst, where they have one
     fixed_any_scenario: bool = False   # fixed-rate latency in every scenario, not the v2v RTT
     tags: dict[str, str] = field(default_factory=dict)   # sweep_param/sweep_value of rows
+
+    @property
+    def vnf_cpu_list(self) -> tuple[int, ...]:
+        """The CPUs process VNFs take in turn."""
+        return self.vnf_cpus or (self.gen_cpu,)
 
     @property
     def alt_duration(self) -> float:
@@ -108,10 +114,16 @@ class Live:
 
     switches: dict[str, Switch] = field(default_factory=dict)
     netns: Namespaces | None = None
+    vnfs: dict[str, vnfs.VnfSet] = field(default_factory=dict)   # process VNFs per switch
 
     def pids(self, keys: Sequence[str]) -> list[int]:
-        """The PIDs of the switches KEYS."""
-        return [p for k in keys for p in self.switches[k].pids()]
+        """The PIDs of the switches KEYS and of their VNF processes."""
+        return [p for k in keys for p in self.switches[k].pids()
+                + (self.vnfs[k].pids() if k in self.vnfs else [])]
+
+    def vnf_pollers(self, keys: Sequence[str]) -> list[arrange.Poller]:
+        """The busy pollers of the VNF processes of switches KEYS."""
+        return [p for k in keys if k in self.vnfs for p in self.vnfs[k].pollers()]
 
     def signal(self, keys: Sequence[str], sig: signal.Signals) -> None:
         """Sends SIG to the processes of switches KEYS."""
@@ -193,10 +205,21 @@ class Runner:
         latency); the v2v round trip of --latency fixed:RATE is a scenario of its own."""
         out = []
         for unit, sizes in self.s.units:
-            if unit.chain and not gen.has_inline_vnfs(self.gen):
+            if (unit.chain and not vnfs.is_process(unit.vnf)
+                    and not gen.has_inline_vnfs(self.gen)):
                 self.skip("*", unit, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
+            if unit.chain and vnfs.is_process(unit.vnf):
+                why = vnfs.available(unit.vnf, self.s.repo) or vnfs.unsupported(unit.vnf, unit)
+                if why:
+                    self.skip("*", unit, why)
+                    continue
+                try:
+                    self.check_vnf_arrangement(unit)
+                except arrange.SharedCpuError:
+                    self.cleanup_work()       # refused before run(), which would remove it
+                    raise
             for scn, wanted in v2v_split(unit, self.s.switches):
                 keys = self.usable_keys(scn, wanted)
                 if keys:
@@ -212,6 +235,14 @@ class Runner:
             if keys and specs:
                 out.append((rtt, keys, specs))
         return out
+
+    def check_vnf_arrangement(self, scn: Scenario) -> None:
+        """Refuses process VNFs beside other pollers before anything starts (SharedCpuError),
+        unless --allow-shared-cpu; the trials then mark their rows oversubscribed."""
+        arrange.check([[arrange.Poller("sluice-gen", self.s.gen_cpu),
+                        arrange.Poller("the switch's forwarding thread", self.s.switch_cpu),
+                        *vnfs.planned_pollers(scn.vnf, scn.chain, self.s.vnf_cpu_list)]],
+                      self.s.allow_shared_cpu)
 
     def plan_unit(self, scn: Scenario, keys: list[str], sizes: tuple[int, ...]
                   ) -> tuple[Scenario, list[str], list[TrialSpec]]:
@@ -260,7 +291,14 @@ class Runner:
                 if live.netns:
                     live.netns.add_veths(topo)
                 sw.start(topo)
+                # Process VNFs attach while their switch runs: virtio-user negotiates with it.
+                if scn.chain and vnfs.is_process(scn.vnf):
+                    live.vnfs[key] = vnfs.VnfSet(scn.vnf, key, self.s.vnf_cpu_list)
+                    live.vnfs[key].start(sw)
+                    self.versions[f"vnf {scn.vnf}"] = vnfs.version(scn.vnf)
             except Exception as e:  # noqa: BLE001  any failure of a peer skips that peer
+                if key in live.vnfs:
+                    live.vnfs.pop(key).stop()
                 sw.stop()
                 self.skip(key, scn, f"did not start: {e}")
                 continue
@@ -280,6 +318,8 @@ class Runner:
             yield live
         finally:
             live.signal(list(live.switches), signal.SIGCONT)
+            for v in live.vnfs.values():
+                v.stop()
             for sw in live.switches.values():
                 sw.stop()
             if live.netns:
@@ -299,11 +339,14 @@ class Runner:
             shutil.copy(log, dest / name)
 
     # -- trials -------------------------------------------------------------------------
-    def oversubscribed(self, sws: Sequence[Switch], alternating: bool) -> bool:
-        """The CPU-arrangement rule for a trial of SWS (raises unless allowed)."""
+    def oversubscribed(self, sws: Sequence[Switch], alternating: bool,
+                       vnf_pollers: Sequence[arrange.Poller] = ()) -> bool:
+        """The CPU-arrangement rule for a trial of SWS (raises unless allowed). VNF_POLLERS:
+        those of the trial's VNF processes, which run with their switch (interleaved trials
+        only: sluice-gen's alternation stops one PID a side, so they count in every phase)."""
         g = arrange.Poller("sluice-gen", self.s.gen_cpu)
-        phases = ([[g, *sw.pollers()] for sw in sws] if alternating
-                  else [[g, *(p for sw in sws for p in sw.pollers())]])
+        phases = ([[g, *sw.pollers(), *vnf_pollers] for sw in sws] if alternating
+                  else [[g, *(p for sw in sws for p in sw.pollers()), *vnf_pollers]])
         return arrange.check(phases, self.s.allow_shared_cpu)
 
     def echo_cmd(self, spec: TrialSpec, sw: Switch, out: Path, extra: Sequence[str]
@@ -330,7 +373,7 @@ class Runner:
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
         for sw in sws:
-            cmd += gen.port_args(sw)
+            cmd += gen.port_args(sw, inline_vnfs=not vnfs.is_process(spec.scenario.vnf))
         if spec.method == "alternating":
             cmd += ["--alternate", ",".join(str(sw.pids()[0]) for sw in sws),
                     "--window", str(self.s.window), "--settle", str(self.s.settle)]
@@ -362,7 +405,7 @@ class Runner:
         """Continues the trial's switches, runs the generator, stops them again."""
         keys = spec.gen_order
         sws = [live.switches[k] for k in keys]
-        over = self.oversubscribed(sws, spec.method == "alternating")
+        over = self.oversubscribed(sws, spec.method == "alternating", live.vnf_pollers(keys))
         extra: list[str] = []
         lat: dict[str, Any] = {}
         before = {k: self.cpu_of(live.switches[k]) for k in keys}

@@ -11,9 +11,10 @@
 - `p2v`: a physical stand-in into a VNF's vhost-user port (the generator's virtio-user end
   receives, as the VNF would); `v2p` the reverse, a VNF sending out of the physical port.
 - `loopback-N`: phy -> VNF1 -> ... -> VNFN -> phy, every hop through the switch; each VNF is
-  two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`);
-  for switches without vhost-user (over `--phy veth` only) two veth pairs, as a container
-  VNF with two interfaces on two networks has.
+  two vhost-user ports served inline by the generator's loop (`sluice-gen --vnf-in/--vnf-out`)
+  or, with `--vnf l2fwd|l3fwd|testpmd-mac`, by a process of its own (vnfs.py); for switches
+  without vhost-user (over `--phy veth` only) two veth pairs, as a container VNF with two
+  interfaces on two networks has.
 - `pairs` N (NvsN): N sender/receiver pairs at once, each with its own two ports (v2v, p2p,
   p2v, v2p).
 - The v2v round trip (`rtt`, for `--latency fixed:RATE`): four vhost-user ports; the first
@@ -47,6 +48,7 @@ class Scenario:
     direction: str = "uni"
     pairs: int = 1
     rtt: bool = False
+    vnf_kind: str = "inline"       # who serves loopback's VNFs: inline, l2fwd, l3fwd, ...
 
     @property
     def family(self) -> str:
@@ -67,8 +69,9 @@ class Scenario:
 
     @property
     def vnf(self) -> str:
-        """The VNF kind of the rows: inline for loopback, '' otherwise."""
-        return "inline" if self.chain else ""
+        """The VNF kind of the rows: the chosen kind for loopback (inline for the round
+        trip), '' otherwise."""
+        return self.vnf_kind if self.chain else ""
 
     def label(self) -> str:
         """A short name for logs and reports: p2p/memif uni."""
@@ -82,8 +85,10 @@ class Scenario:
         return 2 * self.pairs
 
 
-def parse(name: str, phy: str, direction: str, pairs: int = 1) -> Scenario:
-    """A Scenario from the command line's words; ValueError for anything unknown."""
+def parse(name: str, phy: str, direction: str, pairs: int = 1,
+          vnf: str = "inline") -> Scenario:
+    """A Scenario from the command line's words; ValueError for anything unknown. VNF is
+    the kind of loopback's VNFs (vnfs.KINDS)."""
     m = re.fullmatch(r"v2v|p2p|p2v|v2p|loopback-([1-9])", name)
     if m is None or (m.group(1) and int(m.group(1)) > MAX_CHAIN):
         raise ValueError(f"unknown scenario {name!r}: v2v, p2p, p2v, v2p or "
@@ -94,7 +99,8 @@ def parse(name: str, phy: str, direction: str, pairs: int = 1) -> Scenario:
         raise ValueError(f"unknown direction {direction!r}: uni or bidir")
     if not 1 <= pairs <= MAX_PAIRS or (pairs > 1 and m.group(1)):
         raise ValueError(f"--pairs {pairs}: 1..{MAX_PAIRS}, and 1 for loopback chains")
-    return Scenario(name, "" if name == "v2v" else phy, direction, pairs)
+    return Scenario(name, "" if name == "v2v" else phy, direction, pairs,
+                    vnf_kind=vnf if m.group(1) else "inline")
 
 
 def round_trip() -> Scenario:

@@ -28,7 +28,7 @@ class Row:
     mode: str
     scenario: str                  # v2v, p2p, loopback-N
     phy: str                       # memif, veth, or "" where no physical stand-in is used
-    vnf: str                       # inline, or "" without VNFs
+    vnf: str                       # inline, l2fwd, l3fwd, testpmd-mac; "" without VNFs
     size: int                      # frame bytes including the 4-byte FCS
     direction: str                 # uni or bidir
     trial: int

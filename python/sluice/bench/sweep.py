@@ -78,7 +78,7 @@ def settings_for(base: Settings, param: str, value: str, rate: Callable[[str], f
     phys = sorted({scn.phy or "memif" for scn, _ in s.units}) or ["memif"]
     sizes = s.units[0][1] if s.units else (64,)
     return dataclasses.replace(s, units=tuple(
-        (scenarios.parse(f"loopback-{value}", phy, "uni"), sizes) for phy in phys))
+        (scenarios.parse(f"loopback-{value}", phy, "uni", vnf=s.vnf), sizes) for phy in phys))
 
 
 def plans(base: Settings, param: str, values: Sequence[str], rate: Callable[[str], float],

@@ -8,6 +8,7 @@ the generator's CPU, where it sleeps between its (rare) statistics prints.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from pathlib import Path
 
@@ -23,6 +24,8 @@ class Testpmd(Switch):
 
     name = "testpmd"
     modes = ("io",)
+    ready = READY
+    stop_signal = signal.SIGINT
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
@@ -44,31 +47,37 @@ class Testpmd(Switch):
             return f"net_memif{i},role=server,socket={link.path},socket-abstract=no"
         return f"net_{driver}{i},iface={link.iface}"
 
-    def _check_pairs(self, topo: Topology) -> None:
-        want = tuple((i, i + 1) for i in range(0, len(topo.links), 2))
-        if topo.pairs != want:
-            raise ValueError(f"testpmd pairs ports 0-1, 2-3, ...; topology asks {topo.pairs}")
-
-    def _launch(self, topo: Topology, driver: str) -> bool:
-        """Starts testpmd with DRIVER for veths; False when it exits before forwarding."""
-        vdevs = [a for i, link in enumerate(topo.links)
-                 for a in ("--vdev", self._vdev(i, link, driver))]
-        # stdbuf: testpmd's stdout into a file is block-buffered, and READY must be seen.
+    def command(self, vdevs: list[str]) -> list[str]:
+        """The switch's command line with VDEVS (--vdev arguments)."""
         lcores = f"0@{self.ctx.ctl_cpu},1@{self.ctx.switch_cpu}"
-        cmd = ["stdbuf", "-oL", "dpdk-testpmd", "--lcores", lcores,
+        cmd = ["dpdk-testpmd", "--lcores", lcores,
                "--no-pci", "--file-prefix", self.prefix, "--single-file-segments",
                "--log-level=*:warning", *vdevs, "--", "--forward-mode=io", "--nb-cores", "1",
                "--port-topology=paired", "--stats-period", "3600", "--txd", "1024",
                "--rxd", "1024", "--auto-start"]
         if "burst" in self.ctx.extra:
             cmd.append(f"--burst={self.ctx.extra['burst']}")
+        return cmd
+
+    def _check_pairs(self, topo: Topology) -> None:
+        want = tuple((i, i + 1) for i in range(0, len(topo.links), 2))
+        if topo.pairs != want:
+            raise ValueError(f"{self.name} pairs ports 0-1, 2-3, ...; topology asks "
+                             f"{topo.pairs}")
+
+    def _launch(self, topo: Topology, driver: str) -> bool:
+        """Starts testpmd with DRIVER for veths; False when it exits before forwarding."""
+        vdevs = [a for i, link in enumerate(topo.links)
+                 for a in ("--vdev", self._vdev(i, link, driver))]
+        # stdbuf: the stdout of a DPDK app into a file is block-buffered; READY must be seen.
+        cmd = ["stdbuf", "-oL", *self.command(vdevs)]
         if topo.netns:
             cmd = ["ip", "netns", "exec", topo.netns, *cmd]
         self.log.write_text("")
         self.proc = procs.start(cmd, self.log)
         try:
-            procs.wait_until(lambda: READY in self.log.read_text(errors="replace"),
-                             self.proc, "testpmd", self.log)
+            procs.wait_until(lambda: self.ready in self.log.read_text(errors="replace"),
+                             self.proc, self.name, self.log)
         except RuntimeError:
             if topo.netns and driver == "af_xdp":
                 self.stop()
@@ -100,6 +109,6 @@ class Testpmd(Switch):
 
     def stop(self) -> None:
         if self.proc is not None:
-            procs.stop(self.proc, timeout=15)
+            procs.stop(self.proc, self.stop_signal, timeout=15)
             self.proc = None
         procs.remove_hugepage_files(self.prefix)
