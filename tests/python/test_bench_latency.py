@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -145,8 +146,15 @@ def settings(tmp_path: Path, **kw: object) -> Settings:
     return Settings(**base)  # type: ignore[arg-type]
 
 
-def test_top_up_asks_for_the_switch_and_size_furthest_below_min_near(tmp_path: Path) -> None:
-    runner = Runner(settings(tmp_path), lambda *_: None, lambda _m: None)
+@pytest.fixture
+def runner(tmp_path: Path) -> Iterator[Runner]:
+    """A Runner of two fake switches that starts nothing (its work directory removed)."""
+    r = Runner(settings(tmp_path), lambda *_: None, lambda _m: None)
+    yield r
+    r.cleanup_work()
+
+
+def test_top_up_asks_for_the_switch_and_size_furthest_below_min_near(runner: Runner) -> None:
     scn = parse("v2v", "memif", "uni")
     specs = [TrialSpec(scn, 64, 0, "alternating", ("a:x", "b:x"))]
     near = lat_row(method="alternating", latency_kind="", latency_load=None, key="a:x",
@@ -163,8 +171,7 @@ def test_top_up_asks_for_the_switch_and_size_furthest_below_min_near(tmp_path: P
     assert runner.near_trials(one_sample, "a:x", 64) == 0
 
 
-def test_rplus_prefers_rows_of_the_same_placement(tmp_path: Path) -> None:
-    runner = Runner(settings(tmp_path), lambda *_: None, lambda _m: None)
+def test_rplus_prefers_rows_of_the_same_placement(runner: Runner) -> None:
     scn = parse("p2p", "memif", "uni")
     runner.rplus_seen[("a:x", scn, 64)] += [(20e6, 4, "near"), (10e6, 2, "far"),
                                             (12e6, 2, "far")]
