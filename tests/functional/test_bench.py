@@ -162,3 +162,20 @@ def test_latency_at_loads_and_the_v2v_round_trip_at_1_mpps(tmp_path: Path) -> No
     assert "Latency at 0.10, 0.50 and 0.99 of R+" in md and "v2v round trip" in md
     assert (out / "figures" / "latency-cdf.svg").exists()
     assert_cleaned_up(out)
+
+
+def test_echo_gives_a_mean_rtt_per_burst_size(tmp_path: Path) -> None:
+    """--latency echo: a ping client and a reflector on the two v2v ports, 1000 pps in
+    bursts of 4 and 32; every frame comes back and has a round-trip time."""
+    out = tmp_path / "echo"
+    r = bench("run", "--scenario", "v2v", "--switch", "sluice:patch", "--sizes", "64",
+              "--duration", "3", "--trials", "1", "--latency", "echo", "--echo-bursts",
+              "4,32", "--latency-duration", "3", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    echo = {x["burst"]: x for x in rows(out) if x["latency_kind"] == "echo"}
+    assert sorted(echo) == [4, 32], rows(out)
+    for x in echo.values():
+        assert x["latency_ns"]["count"] >= 1000 and x["latency_ns"]["mean"] > 0, x
+        assert x["loss"] == 0.0, x
+    assert "echo test" in (out / "report.md").read_text()
+    assert_cleaned_up(out)
