@@ -24,8 +24,9 @@ PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
 TAILS_TEXT = (
     "On a shared 2-vCPU VM the tails measure the host as much as the switch: above p99.9 "
     "the host preempts a vCPU for tens of microseconds to milliseconds at a time, and a "
-    "worker that sleeps when idle (sluiced naps after 200 us without a packet) adds its "
-    "wake-up delay to the first frame after a pause. Means and medians compare switches; "
+    "worker that sleeps when idle adds its wake-up delay to the first frame after a pause "
+    "(here sluiced busy-polls, --idle-sleep-us 0, as its peers do). Means and medians "
+    "compare switches; "
     "p99.9 and max describe the machine.")
 
 
@@ -232,5 +233,5 @@ def echo_sections(rows: Sequence[Row]) -> list[Section]:
              "A ping client on one container port and a reflector on the other, both in one "
              "sluice-gen loop, 1000 frames per second in bursts of the given length; every "
              "frame's round trip through the switch twice. At 1000 pps an idle-sleeping "
-             "worker wakes for each burst, so this also measures how fast it wakes "
-             "(sluiced naps after 200 us without a packet; testpmd always polls).", h, lines)]
+             "worker would wake for each burst; here every switch busy-polls (sluiced "
+             "with --idle-sleep-us 0).", h, lines)]
