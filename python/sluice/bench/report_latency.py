@@ -36,8 +36,19 @@ def latency_rows(rows: Sequence[Row]) -> list[Row]:
             and r.latency_ns.get("count", 0) > 0]
 
 
-def _key(r: Row) -> str:
+def switch_key(r: Row) -> str:
+    """The switch and mode of a row, as the tables name it."""
     return r.key or f"{r.switch}:{r.mode}"
+
+
+def save_figure(fig: Any, dest: Path, name: str) -> str:
+    """Writes FIG as DEST/NAME.png and .svg, closes it, returns NAME."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(dest / f"{name}.{ext}")
+    plt.close(fig)
+    return name
 
 
 def _scn(r: Row) -> str:
@@ -61,7 +72,7 @@ def loads_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     loads = sorted({r.latency_load for r in lat if r.latency_load is not None})
     groups: dict[tuple[str, int, str], list[Row]] = defaultdict(list)
     for r in lat:
-        groups[(_scn(r), r.size, _key(r))].append(r)
+        groups[(_scn(r), r.size, switch_key(r))].append(r)
     headers = ["scenario", "size", "switch"]
     headers += [f"{f:g} R+: mean (p99) us" for f in loads] + ["trials"]
     lines = []
@@ -84,7 +95,7 @@ def fixed_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     lat = [r for r in latency_rows(rows) if r.latency_kind == "fixed"]
     groups: dict[tuple[str, float, int, str], list[Row]] = defaultdict(list)
     for r in lat:
-        groups[(_scn(r), r.asked_pps or 0.0, r.size, _key(r))].append(r)
+        groups[(_scn(r), r.asked_pps or 0.0, r.size, switch_key(r))].append(r)
     headers = ["scenario", "rate", "size", "switch", "mean us", "stdev us", "p50 us",
                "p99 us", "p99.9 us", "max us", "received Mpps", "loss", "placement",
                "trials"]
@@ -141,24 +152,20 @@ def cdf_figure(rows: Sequence[Row], results: Path, dest: Path) -> str | None:
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
     for ax, (title, rs) in zip(axes[:, 0], sorted(panels.items()), strict=True):
         lab, use = _pick(rs)
-        for r in sorted(use, key=lambda r: (_key(r), r.latency_load or 0, r.trial)):
+        for r in sorted(use, key=lambda r: (switch_key(r), r.latency_load or 0, r.trial)):
             buckets = read_hist(results / r.hist)
             if not buckets:
                 continue
             xs, ys = cdf(buckets)
             at = f" @{r.latency_load:g} R+" if r.latency_load is not None else ""
-            ax.step(xs, ys, where="post", label=f"{_key(r)}{at} t{r.trial}")
+            ax.step(xs, ys, where="post", label=f"{switch_key(r)}{at} t{r.trial}")
         ax.set_xscale("log")
         ax.set_xlabel("round-trip time (us, log scale)")
         ax.set_ylabel("fraction of frames")
         ax.set_title(f"{title}, {lab} placement")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(dest / f"latency-cdf.{ext}")
-    plt.close(fig)
-    return "latency-cdf"
+    return save_figure(fig, dest, "latency-cdf")
 
 
 def sections(rows: Sequence[Row]) -> list[Section]:
@@ -188,8 +195,8 @@ def search_sections(rows: Sequence[Row]) -> list[Section]:
     found = [r for r in rows if r.method == "search" and not r.oversubscribed]
     if not found:
         return []
-    found.sort(key=lambda r: (_scn(r), r.size, _key(r), r.search_goal != "pdr"))
-    lines = [[_scn(r), f"{r.size} B", _key(r), r.search_goal.upper(),
+    found.sort(key=lambda r: (_scn(r), r.size, switch_key(r), r.search_goal != "pdr"))
+    lines = [[_scn(r), f"{r.size} B", switch_key(r), r.search_goal.upper(),
               f"{r.loss * 100:g} %", f"{r.rx_pps / 1e6:.3f}",
               f"{(r.search_lower_pps or 0) / 1e6:.3f}-{(r.search_upper_pps or 0) / 1e6:.3f}",
               r.placement, str(r.search_trials), str(r.search_repeated)] for r in found]
@@ -210,7 +217,7 @@ def echo_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     bursts = sorted({r.burst for r in lat if r.burst})
     groups: dict[tuple[str, int, str], list[Row]] = defaultdict(list)
     for r in lat:
-        groups[(_scn(r), r.size, _key(r))].append(r)
+        groups[(_scn(r), r.size, switch_key(r))].append(r)
     headers = ["scenario", "size", "switch"] + [f"burst {b}: mean (p99) us" for b in bursts]
     lines = []
     for (scn, size, key), rs in sorted(groups.items()):

@@ -12,14 +12,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from sluice.bench.report_latency import PLACEMENT_ORDER, Section, save_figure, switch_key
 from sluice.bench.schema import Row
-
-Section = tuple[str, str, list[str], list[list[str]] | None]
-PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
-
-
-def _key(r: Row) -> str:
-    return r.key or f"{r.switch}:{r.mode}"
 
 
 def _order(value: str) -> tuple[int, float, str]:
@@ -37,7 +31,7 @@ def points(rows: Sequence[Row]) -> list[dict[str, object]]:
         if r.sweep_param and not r.oversubscribed:
             kind = "latency" if r.method == "latency" else "throughput"
             scn = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
-            groups[(scn, _key(r), r.sweep_value, kind)].append(r)
+            groups[(scn, switch_key(r), r.sweep_value, kind)].append(r)
     out = []
     for (scn, key, value, kind), rs in groups.items():
         have = {r.placement for r in rs}
@@ -86,11 +80,7 @@ def figure(rows: Sequence[Row], dest: Path) -> str | None:
         ax.set_ylabel("mean RTT (us)" if kind == "latency" else "R+ (Mpps)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(dest / f"sweep.{ext}")
-    plt.close(fig)
-    return "sweep"
+    return save_figure(fig, dest, "sweep")
 
 
 def sections(rows: Sequence[Row]) -> list[Section]:
