@@ -96,6 +96,12 @@ setup_venv() {
 reserve_hugepages() {
 	local nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages have
 	[ -w "$nr" ] || die "$nr is not writable: no 2 MiB hugepage support"
+	# sluice-bench keeps every switch of a scenario running (stopped) at once: with two
+	# OVS-DPDK instances of 1 GiB socket memory each beside sluiced, testpmd and the
+	# generator, 2 GiB ran out and the second OVS could not start. 6 GiB for the peers.
+	if [ "$do_peers" -eq 1 ] && [ -z "${SLUICE_HUGEPAGES:-}" ] && [ "$hugepages_wanted" -lt 3072 ]; then
+		hugepages_wanted=3072
+	fi
 	have=$(cat "$nr")
 	if [ "$have" -lt "$hugepages_wanted" ]; then
 		say "reserving $hugepages_wanted hugepages of 2 MiB (had $have)"
