@@ -617,10 +617,11 @@ class Runner:
         return TrialSpec(sp.scenario, size, trial, "interleaved", (key,))
 
     def top_up(self, specs: list[TrialSpec], rows: list[Row], keys: Sequence[str],
-               live: Live, deadline: float) -> list[Row]:
-        """Runs extra trials while a (switch, size) lacks near trials and time is left;
-        records which (switch, size) ended with enough and which ran out of budget."""
+               live: Live, allowance: float) -> list[Row]:
+        """Runs extra trials while a (switch, size) lacks near trials and ALLOWANCE seconds
+        last; records which (switch, size) ended with enough and which ran out of budget."""
         added: list[Row] = []
+        deadline = time.monotonic() + allowance
         while True:
             nxt = self.wanting(rows + added, keys, specs)
             cost = self.s.gen_seconds(nxt.method) + GEN_OVERHEAD_S if nxt else 0.0
@@ -644,29 +645,37 @@ class Runner:
         """Runs the plan; returns every row (also appended to results.jsonl as they come)."""
         self.s.out.mkdir(parents=True, exist_ok=True)
         all_rows: list[Row] = []
-        deadline = time.monotonic() + self.total_seconds(self.plan_cache) + self.s.budget_s
+        # --budget is shared out: each scenario may spend its part of what is left on
+        # extra trials, so an early scenario cannot take the time of the later ones.
+        left = self.s.budget_s
         try:
-            for scn, keys, specs in self.plan_cache:
+            for i, (scn, keys, specs) in enumerate(self.plan_cache):
                 with self.scenario(scn, keys) as live:
-                    all_rows += self.run_scenario(specs, keys, live, deadline)
+                    rows, spent = self.run_scenario(specs, keys, live,
+                                                    left / (len(self.plan_cache) - i))
+                    all_rows += rows
+                    left = max(0.0, left - spent)
         finally:
             self.write_manifest()
             shutil.rmtree(self.work, ignore_errors=True)
         return all_rows
 
     def run_scenario(self, specs: Sequence[TrialSpec], keys: Sequence[str], live: Live,
-                     deadline: float) -> list[Row]:
-        """Throughput trials, the top-up to --min-near, then latency trials."""
+                     allowance: float) -> tuple[list[Row], float]:
+        """Throughput trials, the top-up to --min-near (at most ALLOWANCE seconds), then
+        latency trials; the rows and the seconds the top-up took."""
         thru = [sp for sp in specs if sp.method != "latency"]
         rows: list[Row] = []
         for spec in thru:
             rows += self.one(spec, live)
+        t0 = time.monotonic()
         if self.s.min_near > 0 and thru:
-            rows += self.top_up(thru, rows, keys, live, deadline)
+            rows += self.top_up(thru, rows, keys, live, allowance)
+        spent = time.monotonic() - t0
         for spec in specs:
             if spec.method == "latency":
                 rows += self.one(spec, live)
-        return rows
+        return rows, spent
 
     def one(self, spec: TrialSpec, live: Live) -> list[Row]:
         """Runs SPEC if its switches started; a failed trial is recorded, not fatal."""
