@@ -209,9 +209,8 @@ def add_common(p: argparse.ArgumentParser) -> None:
                         "trials with near-placement figures, or --budget runs out "
                         "(default 0: only --trials; make bench uses 3)")
     p.add_argument("--budget", type=float, default=0.0,
-                   help="seconds the extra trials of --min-near may add to the whole run, shared "
-                        "out between its scenarios; "
-                        "expected length (default 0)")
+                   help="seconds the extra trials of --min-near may add to the whole run, "
+                        "shared out between its scenarios (default 0)")
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default bench/results/<UTC timestamp>/)")
     p.add_argument("--no-report", action="store_true",
