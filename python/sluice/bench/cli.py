@@ -503,6 +503,13 @@ def dry_run(s: Settings, args: argparse.Namespace) -> int:
     for one in plans:
         r = Runner(one, lambda *_: None, lambda msg: print(f"  {msg}"))
         try:
+            if args.command == "ndr":
+                for scn, keys, specs in r.plan_cache:
+                    for size in sorted({sp.size for sp in specs}):
+                        print(f"{scn.label()} {size} B: an NDR/PDR search each for "
+                              f"{', '.join(keys)} (at most {args.search_budget:.0f} s each)")
+                        total += len(keys) * args.search_budget
+                continue
             for scn, keys, specs in r.plan_cache:
                 print(f"{scn.label()}: {', '.join(keys)}")
                 for sp in specs:
@@ -513,6 +520,9 @@ def dry_run(s: Settings, args: argparse.Namespace) -> int:
             total += r.total_seconds(r.plan_cache)
         finally:
             r.cleanup_work()
+    if args.command == "ndr":
+        print(f"at most {total / 60:.1f} min")
+        return 0
     print(f"expected: {total / 60:.1f} min without --min-near extras "
           f"(budget {s.budget_s:.0f} s)")
     return 0
