@@ -285,3 +285,11 @@ def test_echo_trials_and_table() -> None:
     headers, lines = report_latency.echo_table(rows)
     assert headers[3:] == ["burst 4: mean (p99) us", "burst 32: mean (p99) us"]
     assert lines == [["v2v", "64 B", "sluice:patch", "10.0 (20.0)", "30.0 (60.0)"]]
+
+
+def test_top_up_gives_up_a_switch_whose_extra_trial_failed(runner: Runner) -> None:
+    scn = parse("v2v", "memif", "uni")
+    specs = [TrialSpec(scn, 64, 0, "alternating", ("a:x", "b:x"))]
+    assert runner.wanting([], ["a:x", "b:x"], specs) is not None
+    assert runner.wanting([], ["a:x", "b:x"], specs,
+                          frozenset({("a:x", 64), ("b:x", 64)})) is None
