@@ -162,7 +162,8 @@ def test_top_up_asks_for_the_switch_and_size_furthest_below_min_near(runner: Run
     assert runner.near_trials([near], "a:x", 64) == 1
     nxt = runner.wanting([near, lat_row(method="alternating", latency_kind="", key="b:x",
                                         latency_load=None, samples=4)], ["a:x", "b:x"], specs)
-    assert nxt is not None and nxt.switches == ("a:x", "b:x") and nxt.trial == 1
+    assert nxt is not None and nxt[0].switches == ("a:x", "b:x") and nxt[0].trial == 1
+    assert nxt[1] == "a:x"
     enough = [lat_row(method="alternating", latency_kind="", latency_load=None, key=k,
                       trial=t, samples=4) for k in ("a:x", "b:x") for t in (0, 1)]
     assert runner.wanting(enough, ["a:x", "b:x"], specs) is None
@@ -293,3 +294,5 @@ def test_top_up_gives_up_a_switch_whose_extra_trial_failed(runner: Runner) -> No
     assert runner.wanting([], ["a:x", "b:x"], specs) is not None
     assert runner.wanting([], ["a:x", "b:x"], specs,
                           frozenset({("a:x", 64), ("b:x", 64)})) is None
+    base_only = runner.wanting([], ["a:x", "b:x"], specs, frozenset({("a:x", 64)}))
+    assert base_only is not None and base_only[1] == "b:x"   # the baseline's own top-up

@@ -600,9 +600,10 @@ class Runner:
 
     def wanting(self, rows: Sequence[Row], keys: Sequence[str],
                 specs: Sequence[TrialSpec],
-                given_up: frozenset[tuple[str, int]] = frozenset()) -> TrialSpec | None:
-        """One more throughput trial for the (switch, size) furthest below --min-near, None
-        when every one has enough (or its extra trial failed: GIVEN_UP)."""
+                given_up: frozenset[tuple[str, int]] = frozenset()
+                ) -> tuple[TrialSpec, str] | None:
+        """One more throughput trial for the (switch, size) furthest below --min-near, and
+        that switch; None when every one has enough (or its extra trial failed: GIVEN_UP)."""
         short = []
         for sp in specs:
             for k in sp.switches:
@@ -616,8 +617,8 @@ class Runner:
         if sp.method == "alternating":
             base = pick_baseline(keys, self.s.baseline)
             pair = (key, base) if key != base else sp.switches
-            return TrialSpec(sp.scenario, size, trial, "alternating", pair)
-        return TrialSpec(sp.scenario, size, trial, "interleaved", (key,))
+            return TrialSpec(sp.scenario, size, trial, "alternating", pair), key
+        return TrialSpec(sp.scenario, size, trial, "interleaved", (key,)), key
 
     def top_up(self, specs: list[TrialSpec], rows: list[Row], keys: Sequence[str],
                live: Live, allowance: float) -> list[Row]:
@@ -627,15 +628,18 @@ class Runner:
         given_up: set[tuple[str, int]] = set()
         deadline = time.monotonic() + allowance
         while True:
-            nxt = self.wanting(rows + added, keys, specs, frozenset(given_up))
-            cost = self.s.gen_seconds(nxt.method) + GEN_OVERHEAD_S if nxt else 0.0
-            if nxt is None or time.monotonic() + cost > deadline:
+            want = self.wanting(rows + added, keys, specs, frozenset(given_up))
+            if want is None:
+                break
+            nxt, key = want
+            cost = self.s.gen_seconds(nxt.method) + GEN_OVERHEAD_S
+            if time.monotonic() + cost > deadline:
                 break
             self.grow(cost)
             specs.append(nxt)
             got = self.one(nxt, live)
             if not got:        # a failed trial is not retried: it would fail again
-                given_up.add((nxt.switches[0], nxt.size))
+                given_up.add((key, nxt.size))
             added += got
         for key, size in sorted({(k, sp.size) for sp in specs for k in sp.switches}):
             n = self.near_trials(rows + added, key, size)
