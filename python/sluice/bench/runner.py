@@ -188,9 +188,13 @@ class Runner:
             why = cls.available(self.s.repo)
             if why is None:
                 probe = cls(self._ctx(cls, "probe"), mode)
-                # The v2v round trip is a one-VNF chain: a switch must steer it as it
-                # would loopback-1 (a learning bridge would flood the VNF's frames back).
-                why = probe.unsupported("loopback-1" if scn.rtt else scn.name, scn.phy)
+                why = probe.unsupported(scn.name, scn.phy)
+                if why is None and scn.rtt:
+                    # The v2v round trip is a one-VNF chain: the switch must steer
+                    # loopback-1 over some stand-in (a learning bridge would flood the
+                    # VNF's frames back into it).
+                    chain = [probe.unsupported("loopback-1", ph) for ph in probe.phys]
+                    why = chain[0] if all(chain) else None
             if why is None:
                 keys.append(key)
             else:
