@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from sluice.bench.schema import Row
+from sluice.bench.schema import PLACEMENT_ORDER, Row
 from sluice.bench.stats import gbps
 
-PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
 METRICS = ("throughput", "rtt", "latency", "speedup", "ratio", "time", "cpu", "drop")
 QUALIFIERS = ("=", "~", ">", "<", "<=", "range")
 

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sluice.bench import published, report_latency, report_sweep
-from sluice.bench.schema import Row, load_rows
+from sluice.bench.schema import Row, best_label, load_rows
 from sluice.bench.stats import gbps, spread
-
-PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
 
 
 def key_of(r: Row) -> str:
@@ -43,8 +41,7 @@ def comparable(rows: Iterable[Row]) -> list[Row]:
 
 def best_placement(rows: Sequence[Row]) -> str:
     """The placement label to compare by: near first, then unlabelled, mixed, far."""
-    have = {r.placement for r in rows}
-    return next((p for p in PLACEMENT_ORDER if p in have), "unlabelled")
+    return best_label(r.placement for r in rows)
 
 
 def throughput_table(rows: Sequence[Row]) -> list[dict[str, Any]]:
@@ -163,8 +160,7 @@ def is_baseline(key: str, baseline: str) -> bool:
 
 def best_placement_t(rows: Sequence[dict[str, Any]]) -> str:
     """best_placement for table lines."""
-    have = {t["placement"] for t in rows}
-    return next((p for p in PLACEMENT_ORDER if p in have), "unlabelled")
+    return best_label(t["placement"] for t in rows)
 
 
 def chain_figure(table: Sequence[dict[str, Any]], dest: Path) -> str | None:

@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sluice.bench.schema import Row
+from sluice.bench.schema import Row, best_label
 
 Section = tuple[str, str, list[str], list[list[str]] | None]
-PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
 
 TAILS_TEXT = (
     "On a shared 2-vCPU VM the tails measure the host as much as the switch: above p99.9 "
@@ -59,10 +58,9 @@ def _us(ns: float | None) -> str:
     return "" if ns is None else f"{ns / 1e3:.1f}"
 
 
-def _pick(rs: Sequence[Row]) -> tuple[str, list[Row]]:
+def pick_best(rs: Sequence[Row]) -> tuple[str, list[Row]]:
     """The rows of the best placement label present (near first)."""
-    have = {r.placement for r in rs}
-    lab = next((p for p in PLACEMENT_ORDER if p in have), "unlabelled")
+    lab = best_label(r.placement for r in rs)
     return lab, [r for r in rs if r.placement == lab]
 
 
@@ -79,7 +77,7 @@ def loads_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     for (scn, size, key), rs in sorted(groups.items()):
         cells = []
         for f in loads:
-            lab, at = _pick([r for r in rs if r.latency_load == f])
+            lab, at = pick_best([r for r in rs if r.latency_load == f])
             if not at:
                 cells.append("")
                 continue
@@ -101,7 +99,7 @@ def fixed_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
                "trials"]
     lines = []
     for (scn, rate, size, key), rs in sorted(groups.items()):
-        lab, use = _pick(rs)
+        lab, use = pick_best(rs)
 
         def avg(field: str, use: list[Row] = use) -> float:
             return statistics.fmean(r.latency_ns.get(field, 0.0) for r in use)
@@ -151,7 +149,7 @@ def cdf_figure(rows: Sequence[Row], results: Path, dest: Path) -> str | None:
 
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), squeeze=False)
     for ax, (title, rs) in zip(axes[:, 0], sorted(panels.items()), strict=True):
-        lab, use = _pick(rs)
+        lab, use = pick_best(rs)
         for r in sorted(use, key=lambda r: (switch_key(r), r.latency_load or 0, r.trial)):
             buckets = read_hist(results / r.hist)
             if not buckets:
@@ -223,7 +221,7 @@ def echo_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     for (scn, size, key), rs in sorted(groups.items()):
         cells = []
         for b in bursts:
-            lab, at = _pick([r for r in rs if r.burst == b])
+            lab, at = pick_best([r for r in rs if r.burst == b])
             cells.append(f"{_us(statistics.fmean(r.latency_ns['mean'] for r in at))} "
                          f"({_us(statistics.fmean(r.latency_ns.get('p99', 0.0) for r in at))})"
                          f"{'' if lab == 'near' else ' ' + lab}" if at else "")

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from sluice.bench.report_latency import PLACEMENT_ORDER, Section, save_figure, switch_key
+from sluice.bench.report_latency import Section, pick_best, save_figure, switch_key
 from sluice.bench.schema import Row
 
 
@@ -34,9 +34,7 @@ def points(rows: Sequence[Row]) -> list[dict[str, object]]:
             groups[(scn, switch_key(r), r.sweep_value, kind)].append(r)
     out = []
     for (scn, key, value, kind), rs in groups.items():
-        have = {r.placement for r in rs}
-        lab = next(p for p in (*PLACEMENT_ORDER, *have) if p in have)
-        use = [r for r in rs if r.placement == lab]
+        lab, use = pick_best(rs)
         out.append({"scenario": scn, "switch": key, "value": value, "kind": kind,
                     "placement": lab, "rx_mpps": statistics.fmean(r.rx_pps for r in use) / 1e6,
                     "mean_us": _lat(use, "mean"), "p99_us": _lat(use, "p99"),

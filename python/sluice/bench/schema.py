@@ -9,6 +9,7 @@ under which conditions (placement label, method, arrangement flags) and what cam
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,14 @@ SCHEMA_VERSION = 1
 METHODS = ("alternating", "interleaved", "latency", "search")
 LATENCY_KINDS = ("", "loads", "fixed", "echo")
 PLACEMENTS = ("near", "far", "mixed", "unlabelled")
+# The order in which reports prefer placement labels: near first, far last.
+PLACEMENT_ORDER = ("near", "unlabelled", "mixed", "far")
+
+
+def best_label(labels: Iterable[str]) -> str:
+    """The label of LABELS that reports compare by (PLACEMENT_ORDER; 'unlabelled' if none)."""
+    have = set(labels)
+    return next((p for p in PLACEMENT_ORDER if p in have), "unlabelled")
 DIRECTIONS = ("uni", "bidir")
 
 
