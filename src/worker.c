@@ -83,6 +83,10 @@ struct worker {
 static struct worker *workers[WK_MAX_WORKERS];
 static unsigned int n_workers;
 static struct rte_rcu_qsbr *qsbr;
+/* Set while workers poll; read by wk_quiesce() from any thread. */
+static bool polling;
+/* True in a worker's own thread, which must never wait for itself. */
+static __thread bool in_worker;
 static struct wk_config config;
 
 unsigned int wk_count(void)
@@ -143,14 +147,15 @@ static void stage_extra(struct worker *w, struct rte_mbuf *m, uint64_t set)
 		stage_copies(w, m, set);
 }
 
-/* Why the packets staged for an output that cannot take them are dropped, or -1 if it can. */
-static int output_drop_reason(const struct port *p)
+/*
+ * Why an output did not take packets handed to it. The link state is the control thread's
+ * last reading (every 500 ms for ports without link interrupts, memif among them), so it only
+ * names the reason: sending is always tried, or a peer that has just connected would lose up
+ * to half a second of traffic.
+ */
+static int unsent_reason(const struct port *p)
 {
-	if (p == NULL)
-		return STATS_DROP_PORT_REMOVED;
-	if (!port_link_is_up(p))
-		return STATS_DROP_LINK_DOWN;
-	return -1;
+	return port_link_is_up(p) ? STATS_DROP_TX_FULL : STATS_DROP_LINK_DOWN;
 }
 
 /*
@@ -162,11 +167,10 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 {
 	struct wk_out *out = &w->out[o];
 	struct port *p = sw_port(s, o);
-	int reason = output_drop_reason(p);
 	uint16_t sent = 0, i, unsent_unicast = 0, unicast_sent = 0;
 	uint64_t unsent_bytes = 0;
 
-	if (reason < 0)
+	if (p != NULL)
 		sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, out->pkts, out->n);
 	for (i = sent; i < out->n; i++) {
 		unsent_bytes += out->pkts[i]->pkt_len;
@@ -184,8 +188,8 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 		stats_add(&oc->tx_bytes, out->bytes - unsent_bytes);
 	}
 	if (sent < out->n) {
-		if (reason < 0)
-			reason = STATS_DROP_TX_FULL;
+		int reason = p == NULL ? STATS_DROP_PORT_REMOVED : unsent_reason(p);
+
 		stats_add(&ic->drops[reason], unsent_unicast);
 		if (p != NULL && out->n - sent > unsent_unicast)
 			stats_add(&p->counters[w->id].flood_tx_dropped,
@@ -213,10 +217,10 @@ static void serve_uniform(struct worker *w, struct sw *s, struct port_counters *
 
 	if (o < SW_MAX_PORTS) {
 		p = sw_port(s, o);
-		why = output_drop_reason(p);
-		if (why < 0) {
+		why = STATS_DROP_PORT_REMOVED;
+		if (p != NULL) {
 			sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, pkts, n);
-			why = STATS_DROP_TX_FULL;
+			why = unsent_reason(p);
 		}
 	}
 	if (sent > 0) {
@@ -314,6 +318,7 @@ static int wk_main(void *arg)
 
 	/* The kernel's default 50 us timer slack would stretch every short idle sleep. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
+	in_worker = true;
 	rte_rcu_qsbr_thread_register(qsbr, w->id);
 	rte_rcu_qsbr_thread_online(qsbr, w->id);
 	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
@@ -400,6 +405,7 @@ int wk_start(void)
 		LOG(INFO, "worker %u polling on lcore %u (cpu %d)", i, workers[i]->lcore,
 		    rte_lcore_to_cpu_id((int)workers[i]->lcore));
 	}
+	__atomic_store_n(&polling, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -411,6 +417,7 @@ void wk_stop(void)
 		__atomic_store_n(&workers[i]->stop, true, __ATOMIC_RELAXED);
 	for (i = 0; i < n_workers; i++)
 		rte_eal_wait_lcore(workers[i]->lcore);
+	__atomic_store_n(&polling, false, __ATOMIC_RELEASE);
 }
 
 void wk_fini(void)
@@ -430,6 +437,12 @@ void wk_fini(void)
 void wk_synchronize(void)
 {
 	rte_rcu_qsbr_synchronize(qsbr, RTE_QSBR_THRID_INVALID);
+}
+
+void wk_quiesce(void)
+{
+	if (!in_worker && __atomic_load_n(&polling, __ATOMIC_ACQUIRE))
+		wk_synchronize();
 }
 
 /* Publishes a copy of W's plan changed by EDIT, and frees the old one after a grace period. */

@@ -38,6 +38,8 @@ void wk_remove_port(struct port *p);
 
 /* Waits until every worker has passed a quiescent state. */
 void wk_synchronize(void);
+/* Waits for a grace period if workers poll and the caller is not one of them (unmap_guard.c). */
+void wk_quiesce(void);
 
 void wk_read_stats(unsigned int id, struct wk_stats *st);
 

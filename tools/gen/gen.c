@@ -1533,6 +1533,50 @@ static void teardown(void)
 	}
 }
 
+static void close_port(uint16_t port)
+{
+	rte_eth_dev_stop(port);
+	rte_eth_dev_close(port);
+}
+
+/* The ports of alternation pair P: ports 2P and 2P+1 and half of the VNFs (A's come first). */
+static void close_pair_ports(struct gen *g, unsigned int p)
+{
+	unsigned int half = g->o.n_vnf_in / 2, first = p * half, end = p ? g->o.n_vnf_in : half;
+	unsigned int i;
+
+	close_port(g->ports[2 * p]);
+	close_port(g->ports[2 * p + 1]);
+	for (i = first; i < end; i++) {
+		close_port(g->vnf_ports[i][VNF_IN]);
+		close_port(g->vnf_ports[i][VNF_OUT]);
+	}
+}
+
+/*
+ * With --alternate, each switch sees its ports close while it runs alone. DPDK 22.11's memif
+ * server unmaps the shared rings in its interrupt thread as soon as it reads the disconnect,
+ * without waiting for a forwarding thread that is inside an rx or tx burst. A forwarding
+ * thread that was stopped there, or preempted there by the other switch's forwarding thread
+ * on their shared CPU, then touches unmapped memory when it resumes (seen here: sluiced
+ * died of SIGSEGV and testpmd panicked in its interrupt thread, a few trials into a run).
+ * So: stop the other switch, let this one run (20 ms: its forwarding thread is back in its
+ * loop), close its ports, and give its interrupt thread 50 ms to handle the disconnect.
+ */
+static void teardown_alternating(struct gen *g)
+{
+	unsigned int p;
+
+	for (p = 0; p < 2; p++) {
+		kill(g->alt.pids[1 - p], SIGSTOP);
+		kill(g->alt.pids[p], SIGCONT);
+		rte_delay_ms(20);
+		close_pair_ports(g, p);
+		rte_delay_ms(50);
+	}
+	alt_resume_all();
+}
+
 /* Kinds whose link is up only when the peer (a switch, or a port of ours) is connected. */
 static bool has_peer(uint16_t port)
 {
@@ -1631,6 +1675,8 @@ int main(int argc, char **argv)
 		run_loop(&g);
 		drain(&g);
 		write_outputs(&g);
+		if (g.alternating)
+			teardown_alternating(&g);
 	} else {
 		rc = 1;
 	}

@@ -80,3 +80,24 @@ def cpu_busy() -> dict[str, float]:
             v = [int(x) for x in vals]
             out[name] = (sum(v[:8]) - v[3] - v[4]) / tick
     return out
+
+
+def gone(pid: int) -> bool:
+    """True when PID has exited (a zombie not yet waited for counts as exited)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+def exit_status(proc: object) -> str:
+    """How PROC (a Popen, or anything else when unknown) ended, in words."""
+    if not isinstance(proc, subprocess.Popen) or proc.poll() is None:
+        return "exited"
+    rc = proc.returncode
+    if rc < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-rc).name}"
+        return f"was killed by signal {-rc}"
+    return f"exited with status {rc}"

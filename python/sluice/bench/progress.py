@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -21,7 +22,8 @@ from sluice.bench.schema import Row
 
 def run_with_progress(runner_cls: type[Runner], s: Settings) -> list[Row]:
     """Runs S with a progress bar; prints a summary table at the end."""
-    console = Console(stderr=True)
+    # Into a file (make bench | tee, nohup) rich would assume 80 columns and wrap every cell.
+    console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
     with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                   console=console, transient=False) as bar:

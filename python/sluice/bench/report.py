@@ -260,6 +260,16 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
     out.append(("Skipped", "Switches or scenarios that did not run, and why.",
                 ["switch", "scenario", "reason"],
                 [[s["switch"], s["scenario"], s["reason"]] for s in manifest.get("skipped", [])]))
+    if manifest.get("restarts"):
+        out.append(("Restarted switches",
+                    "Switches whose process ended between trials and were started again "
+                    "before their next one. DPDK 22.11's memif server can fault when the "
+                    "generator disconnects at the end of a trial (a forwarding thread reads "
+                    "a ring the interrupt thread has just unmapped); sluiced guards against "
+                    "it, testpmd does not. The trial before the restart had completed.",
+                    ["switch", "scenario", "before trial", "how it ended", "log"],
+                    [[r["switch"], r["scenario"], str(r["before_trial"]), r["how"], r["log"]]
+                     for r in manifest["restarts"]]))
     out.append(("Environment", "", ["item", "value"], env_lines(manifest)))
     out.append(("Not measured by this harness yet", MISSING_TEXT, [], None))
     return out

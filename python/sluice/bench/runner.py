@@ -47,6 +47,8 @@ from sluice.bench.switches import ADAPTERS, Context, Switch
 from sluice.bench.windows import Labelled, figures, ratios_by_label
 
 Progress = Callable[[float, str], None]
+# Restarts of one switch within one scenario before the rest of its trials there are skipped.
+MAX_RESTARTS = 3
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,8 @@ class Runner:
             (settings.gen_cpu, settings.switch_cpu))
         self.gen = settings.gen or gen.gen_path(settings.repo)
         self.skipped: list[dict[str, str]] = []
+        self.restarts: list[dict[str, Any]] = []
+        self.restarts_of: dict[tuple[str, Scenario], int] = defaultdict(int)
         self.versions: dict[str, str] = {}
         self.results = settings.out / "results.jsonl"
         self.letters = iter("abcdefghijklmnopqrstuvwxyz")
@@ -432,6 +436,10 @@ class Runner:
             cyc = {k: _per_packet(live.switches[k].cycles() if counted else None, cyc0[k])
                    for k in keys}
         finally:
+            # Stopped before its interrupt thread has handled the generator's disconnect, a
+            # switch would handle it on SIGCONT while its forwarding thread may be mid-burst
+            # (see sluice-gen's teardown_alternating).
+            time.sleep(0.05)
             live.signal(keys, signal.SIGSTOP)
         wall = round(time.monotonic() - t0, 3)
         busy = {c: round(v - busy0.get(c, 0.0), 3) for c, v in procs.cpu_busy().items()}
@@ -701,6 +709,7 @@ class Runner:
         elif spec.method == "latency":
             what += (f" latency at {spec.load:g} R+" if spec.load is not None
                      else f" latency at {(spec.rate_pps or 0) / 1e6:g} Mpps")
+        self.revive(spec, live)
         if any(k not in live.switches for k in spec.switches):
             self.progress(self.s.gen_seconds(spec.method) + GEN_OVERHEAD_S,
                           f"{what} (skipped)")
@@ -710,7 +719,9 @@ class Runner:
         except arrange.SharedCpuError:
             raise
         except Exception as e:  # noqa: BLE001  one failed trial must not end the run
-            self.skip("+".join(spec.switches), spec.scenario, f"trial failed: {e}")
+            dead = self.dead(spec.switches, live)
+            self.skip("+".join(spec.switches), spec.scenario, f"trial failed: {e}"
+                      + (f" ({', '.join(dead)} had exited)" if dead else ""))
             rows = []
         append_rows(self.results, rows)
         for r in rows:
@@ -719,6 +730,35 @@ class Runner:
                     (r.rx_pps, r.samples, r.placement))
         self.progress(self.s.gen_seconds(spec.method) + GEN_OVERHEAD_S, what)
         return rows
+
+    def dead(self, keys: Sequence[str], live: Live) -> list[str]:
+        """Those of KEYS running in LIVE whose process (or a VNF process of theirs) ended."""
+        return [k for k in keys
+                if k in live.switches and any(procs.gone(p) for p in live.pids([k]))]
+
+    def revive(self, spec: TrialSpec, live: Live) -> None:
+        """Restarts the switches of SPEC whose process ended since their last trial (at most
+        MAX_RESTARTS times per switch and scenario; then the rest of its trials are skipped).
+        A peer's crash as its generator disconnects ends no trial early: DPDK 22.11's memif
+        server can fault then (src/unmap_guard.c keeps sluiced from it; testpmd has no such
+        guard), after the trial's figures are complete."""
+        for k in self.dead(spec.switches, live):
+            sw = live.switches.pop(k)
+            how = procs.exit_status(getattr(sw, "proc", None))
+            if k in live.vnfs:
+                live.vnfs.pop(k).stop()
+            sw.stop()
+            log = f"{self.s.out / 'logs'}/{sw.ctx.work.name}-*.log"
+            n = self.restarts_of[(k, spec.scenario)] = self.restarts_of[(k, spec.scenario)] + 1
+            self.restarts.append({"switch": k, "scenario": spec.scenario.label(),
+                                  "before_trial": spec.trial, "how": how, "log": log})
+            if n > MAX_RESTARTS:
+                self.skip(k, spec.scenario, f"its process {how} for the {n}th time; the rest "
+                          f"of its trials there are skipped (log: {log})")
+                continue
+            self.say(f"{k} in {spec.scenario.label()}: its process {how} after its last "
+                     f"trial (log: {log}); restarting it")
+            self.start_switches(spec.scenario, [k], live)
 
     @property
     def plan_cache(self) -> list[tuple[Scenario, list[str], list[TrialSpec]]]:
@@ -739,6 +779,7 @@ class Runner:
                                          else None)
         m = manifest.collect(self.s.repo, self.versions, settings)
         m["skipped"] = self.skipped
+        m["restarts"] = self.restarts
         m["near_trials"] = self.near_report
         m["sluice_gen"] = str(self.gen)
         manifest.write(self.s.out / "manifest.json", m)

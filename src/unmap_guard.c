@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A grace period before the shared libraries of this process unmap memory.
+ *
+ * DPDK 22.11's memif PMD handles a peer's disconnect in the EAL interrupt thread: it clears
+ * the port's "connected" flag and, a few microseconds later, unmaps the rings it shares with
+ * the peer. Nothing waits for a worker that read the flag just before and is still inside
+ * rte_eth_rx_burst() or rte_eth_tx_burst() on that port: the worker then reads an unmapped
+ * ring and the daemon dies of SIGSEGV because a VNF went away (seen here under sluice-bench
+ * about once in ten disconnects at full rate; testpmd dies the same way, and DPDK 23.11 has
+ * the same code).
+ *
+ * The PMD calls munmap() through its PLT, and the executable comes first in symbol lookup, so
+ * this definition (exported: --export-dynamic-symbol=munmap in meson.build) is the one it
+ * reaches. It waits until every polling worker has passed a quiescent state (worker.c's RCU):
+ * a burst that began before the flag was cleared has ended by then, and a later one sees the
+ * flag. glibc's own unmapping (malloc) calls its internal alias and never comes here.
+ */
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+int munmap(void *addr, size_t len)
+{
+	wk_quiesce();
+	return (int)syscall(SYS_munmap, addr, len);
+}
