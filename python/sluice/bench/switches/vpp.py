@@ -193,9 +193,10 @@ def expected_modes(topo: Topology, mode: str) -> list[str]:
 
 
 def missing_modes(show_mode: str, want: list[str]) -> list[str]:
-    """The lines of WANT that `show mode`'s output SHOW_MODE lacks (spacing ignored)."""
-    have = {" ".join(line.split()) for line in show_mode.splitlines()}
-    return [w for w in want if w not in have]
+    """The lines of WANT that `show mode`'s output SHOW_MODE lacks (spacing ignored; a
+    shown line may say more after them, as VPP's "l2 bridge IF bd_id 1 shg 0" does)."""
+    have = [" ".join(line.split()) + " " for line in show_mode.splitlines()]
+    return [w for w in want if not any(h.startswith(w + " ") for h in have)]
 
 
 def quiet_answer(out: str, names: list[str]) -> bool:
@@ -333,5 +334,5 @@ class Vpp(Switch):
             for link in self.topology.links:
                 if link.kind in ("vhost", "memif") and link.path:
                     Path(link.path).unlink(missing_ok=True)
-        for name in ("cli.sock", "api.sock", "stats.sock", "vpp.pid"):
+        for name in ("cli.sock", "api.sock", "stats.sock", "memif.sock", "vpp.pid"):
             (self.run_dir / name).unlink(missing_ok=True)
