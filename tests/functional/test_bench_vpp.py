@@ -93,7 +93,8 @@ def test_vpp_threads_follow_the_cpu_rule_and_stop_by_pid(tmp_path: Path) -> None
         time.sleep(2.0)
         main_share = (thread_cpu_s(pid, main) - before[0]) / 2.0
         worker_share = (thread_cpu_s(pid, worker) - before[1]) / 2.0
-        assert main_share < 0.25, f"main thread used {main_share:.0%} of CPU0"
+        # 0.7 % measured with its 10 ms naps (11 % with 100 us ones).
+        assert main_share < 0.05, f"main thread used {main_share:.0%} of CPU0"
         assert worker_share > 0.5, f"worker used only {worker_share:.0%} of CPU1"
         for link in topo.links:
             assert Path(link.path).exists()            # VPP serves the vhost-user sockets

@@ -129,7 +129,7 @@ def test_startup_conf_keeps_everything_private_and_the_main_thread_asleep(tmp_pa
     assert f"socket-name {run}/stats.sock" in lines        # statseg
     assert "prefix sbt1avpp" in lines                      # api-segment: /dev/shm/sbt1avpp-*
     assert "main-core 0" in lines and "corelist-workers 1" in lines
-    assert "poll-sleep-usec 100" in lines                  # main thread naps, never spins
+    assert "poll-sleep-usec 10000" in lines                 # main thread naps, never spins
     assert "nodaemon" in lines and "nosyslog" in lines
     assert "plugin default { disable }" in lines
     assert "plugin dpdk_plugin.so { disable }" in lines
@@ -270,7 +270,7 @@ def test_pollers_pids_steering_and_version_before_start(tmp_path: Path) -> None:
     assert sw.pollers() == [Poller("vpp worker (vpp_wk_0)", 1)]   # the main thread naps
     assert sw.pids() == []
     assert "bridge domain" in sw.steering() and "learning" in sw.steering()
-    assert "sleeping 100 us" in sw.steering()
+    assert "sleeping 10 ms" in sw.steering()
     assert "xconnect" in Vpp(ctx(tmp_path), "xconnect").steering()
     assert sw.version().startswith("VPP ")
     sw._version = "vpp v26.10-rc0~374-gb575ec2c56d built by root on host at 2026-11-22"

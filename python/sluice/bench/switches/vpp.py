@@ -36,7 +36,13 @@ from sluice.bench.arrange import Poller
 from sluice.bench.switches.base import Context, Link, Switch, Topology, which
 
 BD_ID = 1
-POLL_SLEEP_US = 100     # the main thread's nap between its loops (it must not busy-poll)
+# The main thread's nap between its loops, on the generator's CPU. It runs only in VPP's
+# windows, so what it takes from the generator (near its limit at 64 B) counts against
+# VPP. Measured here with VPP v26.10-rc0 (idle share of CPU0; then vpp:learn/testpmd, v2v
+# 64 B, near, median of 21-29 window ratios): 100 us 11 % (each loop costs ~20 us), 0.83;
+# 1000 us 2 %, 0.96; 10000 us 0.7 %, 0.99 (VPP's own epoll sleep: 3 %). 10 ms only delays
+# the control socket's answers (CLI, vhost-user and memif set-up) by up to 10 ms each.
+POLL_SLEEP_US = 10000
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so", "af_packet_plugin.so")
 NOT_INSTALLED = ("VPP is not installed: no vpp and vppctl on PATH and no --vpp-prefix DIR "
                  "(Debian 12 does not package VPP; build it by hand as docs/bench.md, "
@@ -307,7 +313,7 @@ class Vpp(Switch):
         return [Poller("vpp worker (vpp_wk_0)", self.ctx.switch_cpu)]
 
     def steering(self) -> str:
-        threads = (f"main thread on CPU {self.ctx.ctl_cpu} sleeping {POLL_SLEEP_US} us "
+        threads = (f"main thread on CPU {self.ctx.ctl_cpu} sleeping {POLL_SLEEP_US // 1000} ms "
                    f"between loops, one worker busy-polling on CPU {self.ctx.switch_cpu}")
         if self.mode == "learn":
             return (f"VPP L2 bridge domain {BD_ID} with learning, forwarding and flooding "
@@ -315,10 +321,6 @@ class Vpp(Switch):
                     f"sink's MAC, so every frame floods); {threads}")
         return (f"VPP l2 xconnect: each pair of ports cross-connected both ways, no lookup; "
                 f"{threads}")
-
-    def worker_stats(self) -> str:
-        """`show runtime` of the running VPP (vectors per call, clocks per packet)."""
-        return self.vppctl("show runtime")
 
     def stop(self) -> None:
         if self.proc is not None:
