@@ -284,6 +284,14 @@ def test_generator_ends_are_the_other_roles(tmp_path: Path) -> None:
     assert sw.gen_spec(topo.links[1]) == f"virtio-user:path={tmp_path}/t-p1.sock"
 
 
+def test_generator_veth_ends_keep_the_harness_driver(tmp_path: Path) -> None:
+    topo = topology(parse("p2p", "veth", "uni"), tmp_path, "t", netns="t-sw")
+    sw = Vpp(ctx(tmp_path, gen_veth_driver="af_xdp"), "learn")
+    sw.topology = topo.__class__(topo.links, topo.pairs, topo.netns, "af_packet")
+    assert sw.gen_spec(topo.links[0]) == "af_xdp:iface=tg0"
+    assert sw.port_kind() == "af_packet"
+
+
 def test_stop_without_start_removes_its_files_only(tmp_path: Path) -> None:
     sw = Vpp(ctx(tmp_path), "learn")
     topo = topology(parse("p2v", "memif", "uni"), tmp_path, "t")

@@ -299,6 +299,14 @@ class Vpp(Switch):
             raise RuntimeError(f"vpp: configuration not in place (missing {missing}); "
                                f"log: {procs.tail(self.log)}")
 
+    def gen_spec(self, link: Link) -> str:
+        # The generator's veth ends keep the harness's driver (af_xdp), as with testpmd and
+        # sluice, whose veth ends it follows only because they use af_xdp themselves; VPP's
+        # af_packet on its own side need not slow the generator's side too.
+        if link.kind == "veth":
+            return f"{self.ctx.extra.get('gen_veth_driver', 'af_xdp')}:iface={link.peer}"
+        return super().gen_spec(link)
+
     def version(self) -> str:
         m = re.match(r"vpp (\S+)", self._version)
         release = m.group(1) if m else "(version unknown)"
