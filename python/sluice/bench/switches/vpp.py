@@ -43,6 +43,7 @@ BD_ID = 1
 # 1000 us 2 %, 0.96; 10000 us 0.7 %, 0.99 (VPP's own epoll sleep: 3 %). 10 ms only delays
 # the control socket's answers (CLI, vhost-user and memif set-up) by up to 10 ms each.
 POLL_SLEEP_US = 10000
+COUNTER_COMMANDS = ("show interface", "show errors", "show runtime", "show threads")
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so", "af_packet_plugin.so")
 NOT_INSTALLED = ("VPP is not installed: no vpp and vppctl on PATH and no --vpp-prefix DIR "
                  "(Debian 12 does not package VPP; build it by hand as docs/bench.md, "
@@ -330,7 +331,24 @@ class Vpp(Switch):
         return (f"VPP l2 xconnect: each pair of ports cross-connected both ways, no lookup; "
                 f"{threads}")
 
+    def save_counters(self) -> None:
+        """Writes VPP's own counters (interfaces, errors, per-node runtime) to
+        vpp-counters.log in the work directory, which the runner keeps with the logs: where
+        VPP dropped a frame, and its vector sizes."""
+        if self.proc is None or self.proc.poll() is not None or self.install is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGCONT)
+        parts = []
+        for command in COUNTER_COMMANDS:
+            try:
+                parts.append(f"$ vppctl {command}\n{self.vppctl(command, timeout=5)}")
+            except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+                parts.append(f"$ vppctl {command}\nfailed: {e}\n")
+        (self.ctx.work / "vpp-counters.log").write_text("\n".join(parts))
+
     def stop(self) -> None:
+        self.save_counters()
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGCONT)
