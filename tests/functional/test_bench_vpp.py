@@ -131,6 +131,8 @@ def test_v2v_64_through_vpp_bridge_and_testpmd(tmp_path: Path) -> None:
         assert x["rx_pps"] <= x["tx_pps"] * 1.01, x
         assert not x["oversubscribed"], x
         assert "bridge domain" in x["steering"] and x["port_kind"] == "vhost-user"
+    counters = list((out / "logs").glob("*vpp-counters.log"))    # VPP's own view, kept
+    assert counters and "vhost-user-input" in counters[0].read_text()
     manifest = json.loads((out / "manifest.json").read_text())
     assert "VPP v" in json.dumps(manifest), manifest
     assert_cleaned_up(out)

@@ -5,7 +5,7 @@ PATH, or under `--vpp-prefix DIR` (DIR/bin/vpp, DIR/bin/vppctl; docs/bench.md sa
 build one). Everything it makes lives under the adapter's work directory: a startup.conf of
 its own, the runtime directory, the CLI socket, the binary-API socket, the stats socket and
 the log; the shared-memory API segment carries the run's tag as prefix (/dev/shm/TAG-*), so
-a system VPP's files are never touched, and only the default plugins we need are loaded
+a system VPP's files are never touched, and only the plugins the benchmark needs are loaded
 (vhost_plugin, memif_plugin, af_packet_plugin; dpdk_plugin stays off even where it exists).
 
 Threads: the main thread on the generator's CPU, told to sleep between its loops
@@ -43,6 +43,7 @@ BD_ID = 1
 # 1000 us 2 %, 0.96; 10000 us 0.7 %, 0.99 (VPP's own epoll sleep: 3 %). 10 ms only delays
 # the control socket's answers (CLI, vhost-user and memif set-up) by up to 10 ms each.
 POLL_SLEEP_US = 10000
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 COUNTER_COMMANDS = ("show interface", "show errors", "show runtime", "show threads")
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so", "af_packet_plugin.so")
 NOT_INSTALLED = ("VPP is not installed: no vpp and vppctl on PATH and no --vpp-prefix DIR "
@@ -342,7 +343,8 @@ class Vpp(Switch):
         parts = []
         for command in COUNTER_COMMANDS:
             try:
-                parts.append(f"$ vppctl {command}\n{self.vppctl(command, timeout=5)}")
+                out = ANSI.sub("", self.vppctl(command, timeout=5))   # show threads colours
+                parts.append(f"$ vppctl {command}\n{out}")
             except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
                 parts.append(f"$ vppctl {command}\nfailed: {e}\n")
         (self.ctx.work / "vpp-counters.log").write_text("\n".join(parts))
@@ -350,9 +352,7 @@ class Vpp(Switch):
     def stop(self) -> None:
         self.save_counters()
         if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGCONT)
-            procs.stop(self.proc, signal.SIGTERM, timeout=15)
+            procs.stop(self.proc, signal.SIGTERM, timeout=15)    # continues it first
             self.proc = None
         # The shared-memory API segment of our own prefix, and the sockets VPP made.
         for f in glob.glob(f"/dev/shm/{self.shm_prefix}-*"):
