@@ -76,7 +76,7 @@ def test_cli_switch_keys_sizes_and_matrix() -> None:
     assert cli.switch_keys("sluice:patch,ovs-dpdk") == ("sluice:patch", "ovs-dpdk:normal",
                                                         "ovs-dpdk:flows")
     with pytest.raises(argparse.ArgumentTypeError):
-        cli.switch_keys("vpp")
+        cli.switch_keys("bess")
     with pytest.raises(argparse.ArgumentTypeError):
         cli.sizes("32")
     args = cli.make_parser().parse_args(["run", "--matrix", "default"])

@@ -161,6 +161,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen-cpu", type=int, default=0,
                    help="CPU of sluice-gen and of the switches' sleeping control threads "
                         "(default 0)")
+    p.add_argument("--vpp-prefix", type=Path, default=None, metavar="DIR",
+                   help="the VPP install the vpp switch runs (DIR/bin/vpp, DIR/bin/vppctl); "
+                        "default: vpp and vppctl on PATH (docs/bench.md, 'VPP')")
     p.add_argument("--allow-shared-cpu", action="store_true",
                    help="run even when two busy pollers would share a CPU; rows are then "
                         "marked oversubscribed and kept out of comparisons")
@@ -308,7 +311,7 @@ def make_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compare software switches (sluice, dpdk-testpmd io, OVS-DPDK, OVS "
-                    "userspace without DPDK, Linux bridge) in NFV scenarios on a small "
+                    "userspace without DPDK, Linux bridge, VPP) in NFV scenarios on a small "
                     "machine, by the published method: "
                     "one sluice-gen loop as generator, sink and inline VNFs on one CPU, the "
                     "switch's forwarding thread alone on the other, ratios between userspace "
@@ -331,7 +334,9 @@ def make_parser() -> argparse.ArgumentParser:
                           "testpmd (io), basicfwd (fwd: DPDK's skeleton example, no logic; "
                           "scripts/dpdk-examples.sh builds it), ovs-dpdk (normal, flows), "
                           "ovs-netdev (normal, flows with afxdp ports, normal-system, "
-                          "flows-system; veth only), linux-bridge (learn; veth only). In v2v the "
+                          "flows-system; veth only), linux-bridge (learn; veth only), vpp "
+                          "(learn: an L2 bridge domain, xconnect: l2 xconnect pairs; an "
+                          "installed VPP, see --vpp-prefix). In v2v the "
                           "veth-only switches run over the containers' veth pairs (v2v/veth, "
                           "kernel_path). A bare name runs every mode. "
                           f"(default {DEFAULT_SWITCHES})")
@@ -450,7 +455,14 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
                     baseline=baseline, out=args.out or default_out(), repo=REPO,
                     vnf=args.vnf, vnf_cpus=args.vnf_cpus or (), gen=args.gen,
                     monitor=args.placement_monitor, min_near=args.min_near,
-                    budget_s=args.budget, **latency_settings(args))  # type: ignore[arg-type]
+                    budget_s=args.budget, switch_options=switch_options(args),
+                    **latency_settings(args))  # type: ignore[arg-type]
+
+
+def switch_options(args: argparse.Namespace) -> dict[str, str]:
+    """The options adapters read from Context.extra (vpp_prefix)."""
+    prefix = getattr(args, "vpp_prefix", None)
+    return {"vpp_prefix": str(prefix.resolve())} if prefix else {}
 
 
 def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:

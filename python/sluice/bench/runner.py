@@ -86,6 +86,7 @@ class Settings:
     switch_burst: int | None = None    # the switches' receive burst, where they have one
     fixed_any_scenario: bool = False   # fixed-rate latency in every scenario, not the v2v RTT
     tags: dict[str, str] = field(default_factory=dict)   # sweep_param/sweep_value of rows
+    switch_options: dict[str, str] = field(default_factory=dict)  # Context.extra: vpp_prefix
 
     @property
     def vnf_cpu_list(self) -> tuple[int, ...]:
@@ -189,7 +190,7 @@ class Runner:
         for key in wanted:
             name, mode = split_key(key)
             cls = ADAPTERS[name]
-            why = cls.available(self.s.repo)
+            why = cls.available_with(self.s.repo, self.s.switch_options)
             if why is None:
                 probe = cls(self._ctx(cls, "probe"), mode)
                 why = probe.unsupported(scn.name, scn.phy)
@@ -285,7 +286,7 @@ class Runner:
         work.mkdir(parents=True, exist_ok=True)
         return Context(work=work, tag=f"{self.tag}{sub[-1]}", switch_cpu=self.s.switch_cpu,
                        ctl_cpu=self.s.gen_cpu, repo=self.s.repo,
-                       extra={"gen_veth_driver": "af_xdp",
+                       extra={"gen_veth_driver": "af_xdp", **self.s.switch_options,
                               **({"burst": str(self.s.switch_burst)}
                                  if self.s.switch_burst else {})})
 

@@ -9,9 +9,11 @@ from sluice.bench.switches.ovs_dpdk import OvsDpdk
 from sluice.bench.switches.ovs_netdev import OvsNetdev
 from sluice.bench.switches.sluice import Sluice
 from sluice.bench.switches.testpmd import Testpmd
+from sluice.bench.switches.vpp import Vpp
 
 ADAPTERS: dict[str, type[Switch]] = {
-    cls.name: cls for cls in (Sluice, Testpmd, Basicfwd, OvsDpdk, OvsNetdev, LinuxBridge)
+    cls.name: cls for cls in (Sluice, Testpmd, Basicfwd, OvsDpdk, OvsNetdev, LinuxBridge,
+                               Vpp)
 }
 
 __all__ = ["ADAPTERS", "Context", "Link", "Switch", "Topology"]

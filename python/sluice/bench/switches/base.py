@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -85,6 +86,12 @@ class Switch(ABC):
     @abstractmethod
     def available(cls, repo: Path) -> str | None:
         """None when the switch can run here, else why not (and how to install it)."""
+
+    @classmethod
+    def available_with(cls, repo: Path, extra: Mapping[str, str]) -> str | None:
+        """available() given the run's switch options (Context.extra, e.g. vpp_prefix from
+        --vpp-prefix); adapters without options of their own need only REPO."""
+        return cls.available(repo)
 
     def unsupported(self, scenario: str, phy: str) -> str | None:
         """None when this switch and mode can run SCENARIO over PHY, else why not."""
