@@ -73,6 +73,9 @@ bench-quick: setup build
 # once would measure each other. sluice-bench prints where its report is.
 BENCH_LOCK := flock /tmp/sluice-cpu.lock
 BENCH_ARGS ?=
+# A VPP built by hand (docs/bench.md, 'VPP'); without it the vpp switch is skipped with a note.
+VPP_PREFIX ?=
+BENCH_ARGS += $(if $(VPP_PREFIX),--vpp-prefix $(VPP_PREFIX))
 
 bench: setup-peers build
 	$(BENCH_LOCK) bin/sluice-bench run --matrix default --duration 8 --latency-duration 4 \

@@ -34,7 +34,7 @@ DEFAULT_MATRIX: tuple[tuple[str, str, tuple[int, ...]], ...] = (
 )
 DEFAULT_MATRIX_LATENCY = ("loads", "fixed:1000000")
 DEFAULT_MATRIX_LATENCY_SCENARIOS = ("p2p",)
-DEFAULT_SWITCHES = "sluice,testpmd,ovs-dpdk,linux-bridge"
+DEFAULT_SWITCHES = "sluice,testpmd,ovs-dpdk,linux-bridge,vpp:learn"
 RATE_UNITS = {"pps": 1.0, "kpps": 1e3, "mpps": 1e6, "": 1.0, "k": 1e3, "m": 1e6}
 
 
