@@ -170,6 +170,74 @@ def test_chain_steered_by_mac_learning(daemon: Daemon, workdir: Path) -> None:
     assert learnt[mac["gen"]] == "gen" and learnt[mac["v1"]] == "v1"      # the sources
 
 
+def test_chain_learnt_from_announcements(daemon: Daemon, workdir: Path) -> None:
+    """As above with no static entries: --announce has every port of the generator (its VNF
+    ports too) send from its MAC to its MAC before the clock starts; the switch learns them
+    and drops those frames (output = input), and the run's frames are all unicast."""
+    try:
+        daemon.call("add-switch", name="br0", mode="learn")
+    except RpcError as e:
+        pytest.skip(f"no learn mode in this sluiced: {e}")
+    mac = {"gen": "02:00:00:00:00:f0", "sink": "02:00:00:00:00:f1",
+           "v0": "02:00:00:00:0a:00", "v1": "02:00:00:00:0a:01"}
+    for p in mac:
+        daemon.call("add-port", switch="br0", name=p,
+                    spec=f"vhost-user:server,path={workdir}/{p}.sock")
+    vu = {p: f"virtio-user:path={workdir}/{p}.sock,mac={m}" for p, m in mac.items()}
+    res, _ = run_gen(workdir, ["--port", vu["gen"], "--port", vu["sink"], "--vnf-in", vu["v0"],
+                               "--vnf-out", vu["v1"], "--dst-mac", mac["v0"],
+                               "--vnf-dst-mac", mac["sink"], "--announce", "--rate", "50k",
+                               "--duration", "2"])
+    # sluiced looks a burst up before it learns from it, so each port's announcements (one
+    # burst, to a MAC not yet learnt) flood to the 3 other ports, and come back as echoes.
+    assert res["announced"] == 4 * 3 and res["announce_echoes"] == 4 * 3 * 3, res
+    assert res["rx_packets"] == res["tx_packets"] > 90_000 and res["lost"] == 0, res
+    stats = daemon.port_stats("br0")
+    # Nothing of the run floods: what the switch sent to these two was announcements.
+    assert stats["gen"]["tx_packets"] == stats["v1"]["tx_packets"] == 3 * 3, stats
+    learnt = {e["mac"].lower(): e["port"] for e in
+              daemon.call("fdb-show", switch="br0")["entries"]}
+    assert all(learnt[m] == p for p, m in mac.items()), learnt
+
+
+def test_announcements_through_a_patch_come_back_counted_apart(daemon: Daemon,
+                                                               workdir: Path) -> None:
+    """A switch that does not learn forwards the announcements to the peer port: they come
+    back as announce_echoes, not as the run's frames."""
+    daemon.call("add-switch", name="br0")
+    for p in ("a", "b"):
+        daemon.call("add-port", switch="br0", name=p,
+                    spec=f"vhost-user:server,path={workdir}/{p}.sock")
+    daemon.call("patch", switch="br0", port1="a", port2="b")
+    res, _ = run_gen(workdir, ["--port", f"virtio-user:path={workdir}/a.sock,mac=02:00:00:00:0b:0a",
+                               "--port", f"virtio-user:path={workdir}/b.sock,mac=02:00:00:00:0b:0b",
+                               "--announce", "--rate", "50k", "--duration", "1",
+                               "--json"])
+    assert res["announced"] == 6 and res["announce_echoes"] == 6, res
+    assert res["rx_packets"] == res["tx_packets"] > 40_000 and res["foreign"] == 0, res
+
+
+def test_announced_stream_goes_to_its_receiving_port(daemon: Daemon, workdir: Path) -> None:
+    """With --announce and no --dst-mac a stream is addressed to the port that receives it:
+    a learning switch with a third port (no client: its copies would be dropped and counted)
+    floods nothing."""
+    try:
+        daemon.call("add-switch", name="br0", mode="learn")
+    except RpcError as e:
+        pytest.skip(f"no learn mode in this sluiced: {e}")
+    for p in ("a", "b", "c"):
+        daemon.call("add-port", switch="br0", name=p,
+                    spec=f"vhost-user:server,path={workdir}/{p}.sock")
+    res, _ = run_gen(workdir, ["--port", f"virtio-user:path={workdir}/a.sock",
+                               "--port", f"virtio-user:path={workdir}/b.sock",
+                               "--announce", "--rate", "50k", "--duration", "1"])
+    assert res["rx_packets"] == res["tx_packets"] > 40_000, res
+    stats = daemon.port_stats("br0")
+    # Only the announcements of a and b reached c (flooded before they were learnt).
+    assert stats["c"]["flood_tx_dropped"] == 2 * 3 and stats["c"]["tx_packets"] == 0, stats
+    assert stats["b"]["tx_packets"] == res["rx_packets"] + 3, stats
+
+
 def bad(args: list[str]) -> str:
     r = subprocess.run([str(GEN), *args], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2, r.stderr

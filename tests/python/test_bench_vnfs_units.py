@@ -9,7 +9,8 @@ import pytest
 
 from sluice.bench import arrange, cli, examples, gen, vnfs
 from sluice.bench.arrange import Poller
-from sluice.bench.plan import choose_method
+from sluice.bench.plan import TrialSpec, choose_method
+from sluice.bench.runner import Runner
 from sluice.bench.scenarios import parse, topology
 from sluice.bench.switches import ADAPTERS, Context, Link, Topology
 from sluice.bench.switches.basicfwd import Basicfwd
@@ -133,9 +134,9 @@ def test_loopback_rows_carry_the_vnf_kind() -> None:
 def test_generator_drives_phy_ports_only_when_vnfs_are_processes(tmp_path: Path) -> None:
     sw = Basicfwd(ctx(tmp_path), "fwd")
     sw.topology = topology(parse("loopback-2", "memif", "uni"), tmp_path, "t")
-    inline = gen.port_args(sw)
+    inline = gen.port_args(sw).args
     assert inline.count("--port") == 2 and inline.count("--vnf-in") == 2
-    procs = gen.port_args(sw, inline_vnfs=False)
+    procs = gen.port_args(sw, inline_vnfs=False).args
     assert procs.count("--port") == 2 and "--vnf-in" not in procs and "--vnf-out" not in procs
 
 
@@ -179,3 +180,44 @@ def test_process_vnfs_refuse_veth_vnf_ports(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="use --vnf inline"):
         vs.start(sw)
     assert vs.pids() == []
+
+
+def _args(cmd: list[str], opt: str) -> list[str]:
+    return [cmd[i + 1] for i, a in enumerate(cmd) if a == opt]
+
+
+def test_learning_chain_is_steered_by_mac(tmp_path: Path) -> None:
+    """loopback-2 through a learning switch: the generator's ends get MACs of ours, the first
+    port sends to VNF 1's in port, each VNF to the next hop (and back to the previous one),
+    the last to the second port; a switch that does not learn keeps l2fwd's addresses."""
+    sw = ADAPTERS["sluice"](ctx(tmp_path), "learn")
+    sw.topology = topology(parse("loopback-2", "memif", "uni"), tmp_path, "t")
+    p = gen.port_args(sw)
+    # links: 0 p0, 1 v1a, 2 v1b, 3 v2a, 4 v2b, 5 p1
+    assert [s.rsplit(",mac=", 1)[1] for s in _args(p.args, "--port")] == [
+        gen.link_mac(0), gen.link_mac(5)]
+    assert _args(p.args, "--vnf-dst-mac") == [f"{gen.link_mac(3)},{gen.link_mac(0)}",
+                                              f"{gen.link_mac(5)},{gen.link_mac(2)}"]
+    assert p.forward_dst == [gen.link_mac(1)] and p.reverse_dst == [gen.link_mac(4)]
+    patch = ADAPTERS["sluice"](ctx(tmp_path), "patch")
+    patch.topology = sw.topology
+    q = gen.port_args(patch)
+    assert "--vnf-dst-mac" not in q.args and not any(",mac=" in a for a in q.args)
+    assert q.forward_dst == ["default"]
+
+
+def test_dst_macs_follow_the_generators_stream_order(tmp_path: Path) -> None:
+    """Alternating a learning switch (A) with testpmd (B), both ways: sluice-gen's streams are
+    A forward, B forward, A reverse, B reverse; --announce since one of them learns."""
+    scn = parse("loopback-1", "memif", "bidir")
+    a = ADAPTERS["sluice"](ctx(tmp_path), "learn")
+    b = ADAPTERS["testpmd"](ctx(tmp_path), "io")
+    for sw, tag in ((a, "a"), (b, "b")):
+        sw.topology = topology(scn, tmp_path, tag)
+    spec = TrialSpec(scn, 64, 0, "alternating", ("sluice:learn", "testpmd:io"))
+    cmd = Runner.ports_of(spec, [a, b])
+    assert _args(cmd, "--dst-mac") == [gen.link_mac(1), "default", gen.link_mac(2), "default"]
+    assert "--announce" in cmd
+    spec_b = TrialSpec(scn, 64, 0, "interleaved", ("testpmd:io",))
+    assert "--announce" not in Runner.ports_of(spec_b, [b])
+    assert "--dst-mac" not in Runner.ports_of(spec_b, [b])

@@ -56,10 +56,11 @@ def test_vpp_is_listed_with_learn_and_xconnect() -> None:
     assert cli.switch_keys("vpp:learn,testpmd") == ("vpp:learn", "testpmd:io")
 
 
-def test_vpp_learn_refuses_loopback_but_xconnect_steers_it(tmp_path: Path) -> None:
+def test_vpp_learn_chains_over_memif_only_and_xconnect_everywhere(tmp_path: Path) -> None:
     learn, xc = Vpp(ctx(tmp_path), "learn"), Vpp(ctx(tmp_path), "xconnect")
-    assert learn.unsupported("loopback-1", "memif") is not None
-    assert "xconnect" in (learn.unsupported("loopback-2", "veth") or "")
+    assert learn.learns and not xc.learns
+    assert learn.unsupported("loopback-1", "memif") is None      # steered by MAC
+    assert "--phy memif" in (learn.unsupported("loopback-2", "veth") or "")
     for scn in ("v2v", "p2p", "p2v", "v2p", "loopback-3"):
         assert xc.unsupported(scn, "memif") is None
         assert xc.unsupported(scn, "veth") is None

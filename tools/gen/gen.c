@@ -40,6 +40,7 @@
 
 #define GEN_MAX_PORTS 8
 #define GEN_MAX_STREAMS 8
+#define NO_PORT UINT16_MAX          /* add_sender(): no receiving port of ours */
 #define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
 #define GEN_BURST 32                /* receive bursts; and --burst's default */
 #define GEN_MAX_BURST 512           /* --burst */
@@ -69,6 +70,7 @@ struct opts {
 	enum load_mode load;         /* --load; default closed with --rate max, else open */
 	uint16_t burst;              /* --burst: frames per transmit burst */
 	bool touch;                  /* --touch: the receiver reads every byte */
+	bool announce;               /* --announce: ports make their MACs known first */
 	double duration, warmup, cooldown;
 	bool bidir, json;
 	int cpu;
@@ -115,6 +117,7 @@ struct gen {
 	uint64_t touch_sum, touch_bytes, touch_frames;   /* --touch */
 	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];      /* measured frames, FCS included */
 	uint64_t stray;              /* frames that came back on a sending port (txrx) */
+	uint64_t announced, announce_echoes;  /* --announce: sent, and what came back */
 	uint64_t passes, idle_passes;
 	uint64_t passes_measured, idle_measured;   /* inside the measured interval */
 	uint64_t hz, t_measure_start, t_measure_end, t_stop;   /* TSC */
@@ -184,6 +187,9 @@ static void usage(FILE *f)
 "                     not_accepted\n"
 "  --burst N          frames per transmit burst, 1..512 (32); pacing is per burst\n"
 "  --touch            the receiver reads every byte of every frame (a checksum, reported)\n"
+"  --announce         before the clock starts, every port (VNF ports too) sends a few\n"
+"                     frames from its MAC to its own MAC, so a learning switch knows where\n"
+"                     each port is and forwards the run's frames as unicast, not flooded\n"
 "  --flows N          distinct flows, 1..1000000 (1)\n"
 "  --vary FIELDS      what differs between flows: mac,ip,port (ip,port)\n"
 "  --duration S       seconds of sending (10)\n"
@@ -421,6 +427,7 @@ static int parse_one(struct opts *o, int c, const char *v)
 		o->burst = (uint16_t)n;
 		return 0;
 	case 'T': o->touch = true; return 0;
+	case 'A': o->announce = true; return 0;
 	case 'R': o->rate_arg = v; return 0;
 	case 'f':
 		if (parse_long("flows", v, 1, 1000000, &n) != 0)
@@ -461,7 +468,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "reflect", 1, NULL, 'X' }, { "vnf-in", 1, NULL, 'I' },
 		{ "vnf-out", 1, NULL, 'O' }, { "vnf-dst-mac", 1, NULL, 'M' },
 		{ "dst-mac", 1, NULL, 'D' }, { "load", 1, NULL, 'G' }, { "burst", 1, NULL, 'B' },
-		{ "touch", 0, NULL, 'T' },
+		{ "touch", 0, NULL, 'T' }, { "announce", 0, NULL, 'A' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
 		{ "cooldown", 1, NULL, 'C' }, { "bidir", 0, NULL, 'b' },
@@ -544,20 +551,30 @@ static int open_port(struct gen *g, const struct port_plan *p, unsigned int inde
 	return 0;
 }
 
-static void add_sender(struct gen *g, uint16_t tx)
+/*
+ * A sending stream on port TX whose frames arrive on port RX (NO_PORT: none of ours). A
+ * learning switch must see each port's own source, or its table flaps between them: with
+ * --dst-mac, or with --announce and a receiving port of ours, the source is TX's MAC and the
+ * destination the given MAC or RX's.
+ */
+static void add_sender(struct gen *g, uint16_t tx, uint16_t rx)
 {
 	struct sender *s = &g->senders[g->n_senders];
-	struct rte_ether_addr own;
+	struct rte_ether_addr own, dst;
+	bool given;
 
 	s->id = (uint8_t)g->n_senders++;
 	s->tx = tx;
-	/* A learning switch must see each port's own source, or its table flaps between them. */
-	if (s->id < g->o.n_dst_mac && strcmp(g->o.dst_mac_arg[s->id], "default") != 0 &&
-	    rte_eth_macaddr_get(tx, &own) == 0) {
-		memcpy(s->addrs, g->o.dst_mac[s->id], 6);
-		memcpy(s->addrs + 6, own.addr_bytes, 6);
-		s->set_addrs = true;
-	}
+	given = s->id < g->o.n_dst_mac && strcmp(g->o.dst_mac_arg[s->id], "default") != 0;
+	if (given)
+		memcpy(dst.addr_bytes, g->o.dst_mac[s->id], 6);
+	else if (!g->o.announce || rx == NO_PORT || rx == tx || rte_eth_macaddr_get(rx, &dst) != 0)
+		return;
+	if (rte_eth_macaddr_get(tx, &own) != 0)
+		return;
+	memcpy(s->addrs, dst.addr_bytes, 6);
+	memcpy(s->addrs + 6, own.addr_bytes, 6);
+	s->set_addrs = true;
 }
 
 static void add_sink_port(struct gen *g, uint16_t rx)
@@ -579,26 +596,26 @@ static void plan_streams(struct gen *g)
 	switch (o->role) {
 	case ROLE_TXRX:
 		if (o->n_ports == 1) {
-			add_sender(g, g->ports[0]);
+			add_sender(g, g->ports[0], NO_PORT);
 			add_sink_port(g, g->ports[0]);
 			break;
 		}
 		for (i = 0; i < o->n_ports; i += 2) {
-			add_sender(g, g->ports[i]);
+			add_sender(g, g->ports[i], g->ports[i + 1]);
 			add_sink_port(g, g->ports[i + 1]);
 		}
 		for (i = 0; o->bidir && i < o->n_ports; i += 2) {
-			add_sender(g, g->ports[i + 1]);
+			add_sender(g, g->ports[i + 1], g->ports[i]);
 			add_sink_port(g, g->ports[i]);
 		}
 		break;
 	case ROLE_TX:
 		for (i = 0; i < o->n_ports; i++)
-			add_sender(g, g->ports[i]);
+			add_sender(g, g->ports[i], NO_PORT);
 		break;
 	case ROLE_PING:
 		for (i = 0; i < o->n_ports; i++) {
-			add_sender(g, g->ports[i]);
+			add_sender(g, g->ports[i], NO_PORT);
 			add_sink_port(g, g->ports[i]);
 		}
 		break;
@@ -1308,6 +1325,11 @@ static json_t *summary(const struct gen *g)
 		"mean_frame_bytes", traffic_mean_size(&o->traffic),
 		"idle_fraction", idle_fraction(g), "elapsed_s", elapsed);
 	set_load_fields(r, g, &f);
+	if (o->announce) {
+		json_object_set_new(r, "announced", json_integer((json_int_t)g->announced));
+		json_object_set_new(r, "announce_echoes",
+				    json_integer((json_int_t)g->announce_echoes));
+	}
 	json_object_set_new(r, "passes", json_integer((json_int_t)g->passes));
 	json_object_set_new(r, "passes_per_s", json_real(elapsed > 0 ? (double)g->passes /
 							 elapsed : 0.0));
@@ -1577,6 +1599,66 @@ static void teardown_alternating(struct gen *g)
 	alt_resume_all();
 }
 
+#define ANNOUNCE_FRAMES 3
+#define ANNOUNCE_ETHERTYPE 0x88b5    /* IEEE 802 local experimental */
+
+/* Sends ANNOUNCE_FRAMES frames from PORT's MAC to PORT's MAC; the number sent. */
+static unsigned int announce_port(struct gen *g, uint16_t port)
+{
+	struct rte_mbuf *m[ANNOUNCE_FRAMES];
+	struct rte_ether_addr own;
+	unsigned int i, sent;
+
+	if (rte_eth_macaddr_get(port, &own) != 0 ||
+	    rte_pktmbuf_alloc_bulk(g->pool, m, ANNOUNCE_FRAMES) != 0)
+		return 0;
+	for (i = 0; i < ANNOUNCE_FRAMES; i++) {
+		struct rte_ether_hdr *eh = (struct rte_ether_hdr *)rte_pktmbuf_append(m[i], 60);
+
+		memset(eh, 0, 60);
+		eh->dst_addr = own;
+		eh->src_addr = own;
+		eh->ether_type = rte_cpu_to_be_16(ANNOUNCE_ETHERTYPE);
+	}
+	sent = rte_eth_tx_burst(port, 0, m, ANNOUNCE_FRAMES);
+	if (sent < ANNOUNCE_FRAMES)
+		rte_pktmbuf_free_bulk(&m[sent], ANNOUNCE_FRAMES - sent);
+	return sent;
+}
+
+/* Frees what arrives on every port for 100 ms (announcements a switch forwarded). */
+static uint64_t discard_arrivals(void)
+{
+	struct rte_mbuf *m[GEN_BURST];
+	double until = now_s() + 0.1;
+	uint64_t n = 0;
+	uint16_t port, got;
+
+	while (now_s() < until)
+		RTE_ETH_FOREACH_DEV(port) {
+			got = rte_eth_rx_burst(port, 0, m, GEN_BURST);
+			rte_pktmbuf_free_bulk(m, got);
+			n += got;
+		}
+	return n;
+}
+
+/*
+ * --announce: a learning switch floods a frame whose destination it has not seen as a source
+ * (every frame of a run whose receiving port never sends). Each port of ours sends a few
+ * frames with its own MAC as source and destination: the switch learns the port, and drops
+ * them, since their output is their input; a switch without learning forwards them to the
+ * peer port, and what comes back within 100 ms is counted apart (announce_echoes).
+ */
+static void announce(struct gen *g)
+{
+	uint16_t port;
+
+	RTE_ETH_FOREACH_DEV(port)
+		g->announced += announce_port(g, port);
+	g->announce_echoes = discard_arrivals();
+}
+
 /* Kinds whose link is up only when the peer (a switch, or a port of ours) is connected. */
 static bool has_peer(uint16_t port)
 {
@@ -1672,6 +1754,8 @@ int main(int argc, char **argv)
 	}
 	if (setup(&g) == 0) {
 		wait_for_links();
+		if (g.o.announce)
+			announce(&g);
 		run_loop(&g);
 		drain(&g);
 		write_outputs(&g);

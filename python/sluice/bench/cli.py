@@ -375,7 +375,7 @@ def make_parser() -> argparse.ArgumentParser:
     sw.add_argument("--baseline", default="testpmd", help="as for run (default testpmd)")
     add_common(sw)
     nd = sub.add_parser("ndr", help="NDR and PDR rates with MLRsearch",
-                        description="Zero-loss (NDR) and 0.5 %% loss (PDR) rates of each switch "
+                        description="Zero-loss (NDR) and 0.5 % loss (PDR) rates of each switch "
                                     "with FD.io CSIT's MLRsearch; every trial is an open-loop "
                                     "sluice-gen run, one switch at a time, and a search keeps to "
                                     "one vCPU placement (docs/bench.md).")

@@ -38,20 +38,61 @@ def has_inline_vnfs(gen: Path) -> bool:
     return gen.exists() and "--vnf-in" in help_text(gen)
 
 
-def port_args(sw: Switch, inline_vnfs: bool = True) -> list[str]:
+def link_mac(index: int) -> str:
+    """The MAC the generator's end of a topology's INDEX-th link takes in a learning chain."""
+    return f"02:5b:00:00:{index >> 8 & 0xff:02x}:{index & 0xff:02x}"
+
+
+@dataclass
+class PortArgs:
+    """One switch's part of a sluice-gen command: its ports and VNFs, and the destination
+    MACs of its sending streams (forward: the pairs' first ports; reverse: with --bidir)."""
+
+    args: list[str]
+    forward_dst: list[str]
+    reverse_dst: list[str]
+
+
+def steer_by_mac(sw: Switch, inline_vnfs: bool) -> bool:
+    """Whether SW's chain is steered by MAC: a learning switch, inline VNFs, one bridge for
+    every port (kernel switches bridge each segment apart and keep the kernel's MACs)."""
+    assert sw.topology is not None
+    return (sw.learns and inline_vnfs and not sw.veth_only
+            and any(link.role == "vnf" for link in sw.topology.links))
+
+
+def port_args(sw: Switch, inline_vnfs: bool = True) -> PortArgs:
     """--port for the switch's phy links, --vnf-in/--vnf-out for its VNFs, which rewrite
     the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P).
-    Without INLINE_VNFS the VNFs are processes of their own (vnfs.py): phy ports only."""
+    Without INLINE_VNFS the VNFs are processes of their own (vnfs.py): phy ports only.
+
+    A learning switch's chain is steered by MAC instead (steer_by_mac): every generator end
+    gets a MAC of ours (link_mac), the first port of a pair sends to the first VNF's in
+    port, each VNF sends to the next hop's port (and back to the previous one), and the last
+    VNF to the pair's second port; sluice-gen's --announce has the switch learn them all."""
     assert sw.topology is not None
-    args: list[str] = []
-    vnf_links = [link for link in sw.topology.links if link.role == "vnf" and inline_vnfs]
-    for link in sw.topology.links:
-        if link.role == "phy":
-            args += ["--port", sw.gen_spec(link)]
-    for k in range(0, len(vnf_links), 2):
-        args += ["--vnf-in", sw.gen_spec(vnf_links[k]), "--vnf-out",
-                 sw.gen_spec(vnf_links[k + 1])]
-    return args
+    links = sw.topology.links
+    by_mac = steer_by_mac(sw, inline_vnfs)
+
+    def spec(i: int) -> str:
+        return sw.gen_spec(links[i]) + (f",mac={link_mac(i)}" if by_mac else "")
+
+    out = PortArgs([], [], [])
+    phys = [i for i, link in enumerate(links) if link.role == "phy"]
+    for i in phys:
+        out.args += ["--port", spec(i)]
+    vnf = [i for i, link in enumerate(links) if link.role == "vnf" and inline_vnfs]
+    for k in range(0, len(vnf), 2):
+        a, b = vnf[k], vnf[k + 1]
+        out.args += ["--vnf-in", spec(a), "--vnf-out", spec(b)]
+        if by_mac:
+            # Links run phy, v1a, v1b, ..., vNb, phy per pair: the next hop of b is b + 1,
+            # the previous hop of a is a - 1.
+            out.args += ["--vnf-dst-mac", f"{link_mac(b + 1)},{link_mac(a - 1)}"]
+    for first, second in zip(phys[::2], phys[1::2], strict=True):
+        out.forward_dst.append(link_mac(first + 1) if by_mac else "default")
+        out.reverse_dst.append(link_mac(second - 1) if by_mac else "default")
+    return out
 
 
 @dataclass

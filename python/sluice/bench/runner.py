@@ -200,6 +200,10 @@ class Runner:
                     # VNF's frames back into it).
                     chain = [probe.unsupported("loopback-1", ph) for ph in probe.phys]
                     why = chain[0] if all(chain) else None
+            if (why is None and scn.chain and vnfs.is_process(scn.vnf) and probe.learns
+                    and not probe.veth_only):
+                why = (f"{scn.vnf} VNFs address 02:00:00:00:00:0P, not the next hop, so a "
+                       "learning switch would flood the chain (inline VNFs steer it by MAC)")
             if why is None:
                 keys.append(key)
             else:
@@ -383,14 +387,30 @@ class Runner:
                "--out", str(out), *(extra or ("--rate", "max")), *self.s.gen_extra]
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
-        for sw in sws:
-            cmd += gen.port_args(sw, inline_vnfs=not vnfs.is_process(spec.scenario.vnf))
+        cmd += self.ports_of(spec, sws)
         if spec.method == "alternating":
             cmd += ["--alternate", ",".join(str(sw.pids()[0]) for sw in sws),
                     "--window", str(self.s.window), "--settle", str(self.s.settle)]
         else:
             cmd += ["--warmup", str(self.s.warmup), "--cooldown", str(self.s.cooldown)]
         return ["ip", "netns", "exec", netns, *cmd] if netns else cmd
+
+    @staticmethod
+    def ports_of(spec: TrialSpec, sws: Sequence[Switch]) -> list[str]:
+        """The switches' ports and VNFs for sluice-gen; --dst-mac in its stream order (every
+        switch's forward streams, then with --bidir the reverse ones) where a chain is
+        steered by MAC, and --announce when a switch learns."""
+        parts = [gen.port_args(sw, inline_vnfs=not vnfs.is_process(spec.scenario.vnf))
+                 for sw in sws]
+        cmd = [a for p in parts for a in p.args]
+        dst = [d for p in parts for d in p.forward_dst]
+        if spec.scenario.direction == "bidir":
+            dst += [d for p in parts for d in p.reverse_dst]
+        if any(d != "default" for d in dst):
+            cmd += [a for d in dst for a in ("--dst-mac", d)]
+        if any(sw.learns for sw in sws):
+            cmd.append("--announce")
+        return cmd
 
     def run_gen(self, spec: TrialSpec, sws: Sequence[Switch], live: Live,
                 extra: Sequence[str] = ()) -> gen.GenResult:

@@ -74,6 +74,9 @@ class Switch(ABC):
     # the containers' veth pairs (the runner gives it a v2v/veth scenario of its own,
     # kernel_path); in loopback its VNF ports are veth pairs too.
     veth_only: ClassVar[bool] = False
+    # Modes that learn MACs and flood what they have not learned. sluice-gen announces its
+    # ports to them (--announce) and, in chains, VNFs address each next hop by its MAC.
+    learning_modes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: Context, mode: str) -> None:
         if mode not in self.modes:
@@ -93,6 +96,11 @@ class Switch(ABC):
         --vpp-prefix); adapters without options of their own need only REPO."""
         return cls.available(repo)
 
+    @property
+    def learns(self) -> bool:
+        """Whether this mode learns MACs (and floods what it has not learned)."""
+        return self.mode in self.learning_modes
+
     def unsupported(self, scenario: str, phy: str) -> str | None:
         """None when this switch and mode can run SCENARIO over PHY, else why not."""
         family = scenario.split("-")[0]
@@ -100,6 +108,9 @@ class Switch(ABC):
             return f"{self.name} does not do {scenario}"
         if family != "v2v" and phy not in self.phys:
             return f"{self.name} has no {phy} ports"
+        if self.learns and family == "loopback" and phy == "veth" and not self.veth_only:
+            return ("a learning chain addresses every hop by MAC, and the generator's veth "
+                    "ends keep the kernel's: use --phy memif")
         return None
 
     @abstractmethod

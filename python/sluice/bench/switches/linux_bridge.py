@@ -34,6 +34,7 @@ class LinuxBridge(Switch):
     """A Linux bridge with STP off and learning on."""
 
     name = "linux-bridge"
+    learning_modes = ("learn",)
     modes = ("learn",)
     kernel = True
     scenarios = ("p2p", "v2v", "loopback")

@@ -26,6 +26,7 @@ class OvsDpdk(Switch):
     """OVS-DPDK 3.x, netdev datapath, NORMAL or in_port->output flows."""
 
     name = "ovs-dpdk"
+    learning_modes = ("normal",)
     modes = ("normal", "flows")
     vhost_server = False
 
@@ -43,9 +44,6 @@ class OvsDpdk(Switch):
         return None
 
     def unsupported(self, scenario: str, phy: str) -> str | None:
-        if self.mode == "normal" and scenario.startswith("loopback"):
-            return ("loopback with NORMAL needs VNFs that rewrite MACs to next hops: not yet "
-                    "(mode flows steers the chain)")
         if phy == "memif" and scenario != "v2v":
             # Seen here: frames entered OVS's net_memif port and none left the other one.
             # Not yet understood; a guess is that OVS transmits on a queue (one per thread)

@@ -33,6 +33,7 @@ class OvsNetdev(Switch):
     """OVS 3.x userspace datapath, afxdp or system ports on veths, NORMAL or flows."""
 
     name = "ovs-netdev"
+    learning_modes = ("normal", "normal-system")
     modes = ("normal", "flows", "normal-system", "flows-system")
     scenarios = ("p2p", "v2v", "loopback")
     phys = ("veth",)

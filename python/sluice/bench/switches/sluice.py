@@ -28,6 +28,7 @@ class Sluice(Switch):
     """sluiced in patch or learn mode."""
 
     name = "sluice"
+    learning_modes = ("learn",)
     modes = ("patch", "learn")
 
     def __init__(self, ctx: Context, mode: str) -> None:
@@ -42,11 +43,6 @@ class Sluice(Switch):
         if not sluiced_path(repo).exists():
             return f"{sluiced_path(repo)} is missing: run 'make build'"
         return None
-
-    def unsupported(self, scenario: str, phy: str) -> str | None:
-        if self.mode == "learn" and scenario.startswith("loopback"):
-            return "loopback in learn mode needs VNFs that rewrite MACs to next hops: not yet"
-        return super().unsupported(scenario, phy)
 
     def _spec(self, link: Link, driver: str) -> str:
         if link.kind == "vhost":

@@ -218,6 +218,7 @@ class Vpp(Switch):
     """FD.io VPP: an L2 bridge domain with learning, or l2 xconnect pairs."""
 
     name = "vpp"
+    learning_modes = ("learn",)
     modes = ("learn", "xconnect")
 
     def __init__(self, ctx: Context, mode: str) -> None:
@@ -236,12 +237,6 @@ class Vpp(Switch):
     @classmethod
     def available_with(cls, repo: Path, extra: Mapping[str, str]) -> str | None:
         return find(extra)[1]
-
-    def unsupported(self, scenario: str, phy: str) -> str | None:
-        if self.mode == "learn" and scenario.startswith("loopback"):
-            return ("loopback in learn mode needs VNFs that rewrite MACs to next hops: not "
-                    "yet (mode xconnect steers the chain)")
-        return super().unsupported(scenario, phy)
 
     @property
     def cli_socket(self) -> Path:
