@@ -1320,6 +1320,31 @@ static json_t *rtt_json(const struct hist *h)
 		"max", (json_int_t)h->max, "count", (json_int_t)h->count);
 }
 
+/*
+ * The ethdev counters of every --port over the whole run (warm-up, cool-down and the final
+ * drain included), in --port order: what the ports themselves took and received, to set
+ * beside a switch's and the VNFs' counters hop by hop (docs/bench.md, per-hop counts).
+ */
+static json_t *port_stats_json(const struct gen *g)
+{
+	struct rte_eth_stats st;
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; i < g->o.n_ports; i++) {
+		if (rte_eth_stats_get(g->ports[i], &st) != 0) {
+			json_array_append_new(a, json_pack("{si ss sn}", "port", i, "spec",
+							   g->o.specs[i], "rx"));
+			continue;
+		}
+		json_array_append_new(a, json_pack("{si ss sI sI sI sI}", "port", i,
+			"spec", g->o.specs[i], "rx", (json_int_t)st.ipackets,
+			"tx", (json_int_t)st.opackets, "rx_missed", (json_int_t)st.imissed,
+			"tx_errors", (json_int_t)st.oerrors));
+	}
+	return a;
+}
+
 static void set_role_fields(json_t *r, const struct gen *g)
 {
 	const struct opts *o = &g->o;
@@ -1334,6 +1359,7 @@ static void set_role_fields(json_t *r, const struct gen *g)
 			(json_int_t)g->reflected, "refused", (json_int_t)g->reflect_dropped));
 	if (g->vnfs.n > 0)
 		json_object_set_new(r, "vnfs", vnf_json(&g->vnfs, o->vnf_in, o->vnf_out));
+	json_object_set_new(r, "port_stats", port_stats_json(g));
 	if (g->alternating) {
 		json_object_set_new(r, "windows", alt_windows_json(&g->alt));
 		json_object_set_new(r, "alternation", alt_summary_json(&g->alt));
