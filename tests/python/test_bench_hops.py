@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from sluice.bench import hops
+from sluice.bench import hops, report_hops
+from sluice.bench.schema import Row
 from sluice.bench.switches.ovsdb import parse_dump_ports
 
 
@@ -92,3 +93,39 @@ def test_parse_dump_ports() -> None:
     assert got["1"] == {"rx": 1200, "rx_dropped": 3, "rx_errors": 0, "tx": 7,
                         "tx_dropped": 0, "tx_errors": None}
     assert got["2"]["tx"] == 1197 and got["LOCAL"]["rx_dropped"] is None
+
+
+# -- the report's per-hop tables -----------------------------------------------------------
+
+def _row(trial: int, placement: str, trial_hops: dict[str, Any], method: str = "interleaved"
+         ) -> Row:
+    return Row(switch="sluice", mode="patch", key="sluice:patch", scenario="loopback-1",
+               phy="memif", vnf="inline", size=64, direction="uni", trial=trial,
+               placement=placement, method=method, rx_pps=1.0, tx_pps=1.0, loss=0.0,
+               oversubscribed=False, generator_bound=False, kernel_path=False,
+               hops=trial_hops)
+
+
+def test_report_sums_trials_once_per_trial_and_names_the_worst_hop() -> None:
+    sw = {"p0": port(100, 0), "v1a": port(0, 90), "v1b": port(90, 0), "p1": port(0, 89)}
+    h = hops.chain_hops(1, [{"tx": 100}, {"rx": 89}], [vnf(90, 90)], sw, bidir=False)
+    rows = [_row(0, "near", h), _row(0, "far", h), _row(1, "near", h),
+            _row(2, "near", h, method="latency")]
+    secs = report_hops.sections(rows)
+    assert [s[0] for s in secs] == ["Per-hop counts of the chains",
+                                    "Hops: loopback-1/memif uni, sluice:patch, 64 B, VNFs inline"]
+    title, text, headers, lines = secs[1]
+    assert text.startswith("2 trial(s).")          # two placements of trial 0 count once
+    assert "Most loss at switch p0 rx -> switch v1a tx: 20 frames, 90.909 %" in text
+    assert lines is not None and lines[1][:4] == ["switch p0 rx -> switch v1a tx", "200",
+                                                  "180", "20"]
+
+
+def test_report_skips_directions_whose_hop_lists_differ() -> None:
+    with_sw = hops.chain_hops(1, [{"tx": 10}, {"rx": 10}], [vnf(10, 10)],
+                              {"p0": port(10, 0), "v1a": port(0, 10), "v1b": port(10, 0),
+                               "p1": port(0, 10)}, bidir=False)
+    without = hops.chain_hops(1, [{"tx": 10}, {"rx": 10}], [vnf(10, 10)], None, bidir=False)
+    assert report_hops.summed([with_sw, without], "forward") is None
+    assert report_hops.worst_text(report_hops.summed([with_sw], "forward") or []) == \
+        "No hop lost a frame."
