@@ -40,6 +40,15 @@ def test_loopback2_hop_order_and_worst_hop() -> None:
     assert "reverse" not in h and h["switch_counters"] is True
 
 
+def test_an_input_port_s_missed_frames_show_on_the_hop_into_it() -> None:
+    gen = [{"tx": 100}, {"rx": 90}]
+    sw = {"p0": port(90, 0, rx_dropped=10, rx_missed=0), "v1a": port(0, 90),
+          "v1b": port(90, 0), "p1": port(0, 90)}
+    fwd = hops.chain_hops(1, gen, [vnf(90, 90)], sw, bidir=False)["forward"]["hops"]
+    assert fwd[0]["switch_missed"] == {"rx_dropped": 10} and fwd[0]["lost"] == 10
+    assert all("switch_missed" not in h for h in fwd[1:])
+
+
 def test_without_switch_counters_hops_span_the_switch() -> None:
     gen = [{"tx": 500}, {"rx": 470}]
     h = hops.chain_hops(1, gen, [vnf(490, 480)], None, bidir=False)
@@ -76,6 +85,10 @@ def test_counter_delta() -> None:
     assert hops.counter_delta(after, before) == {"p0": {"rx": 20, "tx": 0,
                                                         "drops": {"tx_full": 3}}}
     assert hops.counter_delta(after, None) is None
+    # A port only one reading has (an OVS vhost-user port not connected at the first) is
+    # unknown, and its hops merge with the next.
+    assert hops.counter_delta({**after, "v1a": {"rx": 5, "tx": 5}}, before) == \
+        hops.counter_delta(after, before)
     assert hops.counter_delta(before, after) is None        # went backwards: restarted
 
 

@@ -32,6 +32,11 @@ class Point:
     label: str
     count: int | None
     drops: Mapping[str, int] | None = None   # the switch's drop reasons at an input port
+    missed: Mapping[str, int] | None = None  # frames its input port missed or dropped
+                                             # before counting them (rx_missed, rx_dropped)
+
+
+MISSED = ("rx_missed", "rx_dropped")
 
 
 def _count(d: Mapping[str, Any] | None, key: str) -> int | None:
@@ -41,9 +46,13 @@ def _count(d: Mapping[str, Any] | None, key: str) -> int | None:
 
 def _switch_point(switch: PortCounters | None, name: str, side: str) -> Point:
     c = switch.get(name) if switch is not None else None
-    drops = c.get("drops") if c and side == "rx" else None
+    if not c or side != "rx":
+        return Point(f"switch {name} {side}", _count(c, side))
+    drops = c.get("drops")
+    missed = {k: int(c[k]) for k in MISSED if isinstance(c.get(k), int) and c[k]}
     return Point(f"switch {name} {side}", _count(c, side),
-                 dict(drops) if isinstance(drops, Mapping) and drops else None)
+                 dict(drops) if isinstance(drops, Mapping) and drops else None,
+                 missed or None)
 
 
 def chain_points(chain: int, gen_ports: Sequence[Mapping[str, Any]],
@@ -76,8 +85,10 @@ def chain_points(chain: int, gen_ports: Sequence[Mapping[str, Any]],
 
 def hops_of(points: Sequence[Point]) -> list[dict[str, Any]]:
     """The hops between consecutive known counters: from, to, sent, received, lost (sent
-    less received: negative when more arrived than left, e.g. a flood's copies), and the
-    switch's drop reasons where the hop starts at one of its input ports."""
+    less received: negative when more arrived than left, e.g. a flood's copies or frames
+    a kernel bridge sent of its own), the switch's drop reasons where the hop starts at one
+    of its input ports (`switch_drops`), and what that input port missed where the hop ends
+    at it (`switch_missed`: rx_missed, rx_dropped)."""
     known = [p for p in points if p.count is not None]
     hops = []
     for a, b in zip(known, known[1:], strict=False):
@@ -86,6 +97,8 @@ def hops_of(points: Sequence[Point]) -> list[dict[str, Any]]:
                                "received": b.count, "lost": a.count - b.count}
         if a.drops:
             hop["switch_drops"] = dict(a.drops)
+        if b.missed:
+            hop["switch_missed"] = dict(b.missed)
         hops.append(hop)
     return hops
 
@@ -121,13 +134,17 @@ def chain_hops(chain: int, gen_ports: Sequence[Mapping[str, Any]],
 
 def counter_delta(after: PortCounters | None, before: PortCounters | None
                   ) -> dict[str, dict[str, Any]] | None:
-    """AFTER less BEFORE, port by port and counter by counter (drop reasons too); None when
-    either is missing or a port's counters went backwards (the switch restarted)."""
+    """AFTER less BEFORE, port by port and counter by counter (drop reasons too), for the
+    ports both readings have (a port missing from either is unknown: its points are left
+    out); None when either reading is missing or a counter went backwards (the switch
+    restarted)."""
     if after is None or before is None:
         return None
     out: dict[str, dict[str, Any]] = {}
     for name, a in after.items():
-        b = before.get(name, {})
+        if name not in before:
+            continue
+        b = before[name]
         d: dict[str, Any] = {}
         for key, v in a.items():
             if isinstance(v, Mapping):

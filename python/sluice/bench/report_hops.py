@@ -22,7 +22,8 @@ HOPS_TEXT = (
     "the whole generator run (warm-up, cool-down and drain included), summed over the "
     "throughput trials; frames still in flight when the generator stopped count as lost at "
     "the hop that held them. 'switch p0 rx -> switch v1a tx' is loss inside the switch (with "
-    "its drop reasons where it gives them), 'switch v1a tx -> VNF1 rx' loss on the link, "
+    "its drop reasons where it gives them; a port's rx_missed or rx_dropped shows on the hop "
+    "into it), 'switch v1a tx -> VNF1 rx' loss on the link, "
     "'VNF1 rx -> VNF1 tx' the VNF's drops. Where a switch has no counters its hops are "
     "merged into one.")
 
@@ -59,7 +60,8 @@ def summed(trials: Sequence[Mapping[str, Any]], direction: str) -> list[dict[str
     for i, h in enumerate(lists[0]):
         drops: dict[str, int] = defaultdict(int)
         for hs in lists:
-            for reason, n in (hs[i].get("switch_drops") or {}).items():
+            for reason, n in [*(hs[i].get("switch_drops") or {}).items(),
+                              *(hs[i].get("switch_missed") or {}).items()]:
                 drops[reason] += int(n)
         out.append({"from": h["from"], "to": h["to"],
                     "sent": sum(int(hs[i]["sent"]) for hs in lists),
@@ -113,6 +115,6 @@ def sections(rows: Sequence[Row]) -> list[Section]:
                 " The switch's counters could not be read: its hops are merged.")
             out.append((f"Hops: {what}",
                         f"{len(trials)} trial(s){note}. {worst_text(hops)}{counters}",
-                        ["hop", "sent", "received", "lost", "of sent", "switch drops"],
+                        ["hop", "sent", "received", "lost", "of sent", "switch's own count"],
                         hop_table(hops)))
     return out
