@@ -3,11 +3,16 @@ both directions, counter differences, and OVS's dump-ports read back."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sluice.bench import hops, report_hops
+from sluice.bench.gen import GenResult
+from sluice.bench.plan import TrialSpec
+from sluice.bench.runner import Runner
+from sluice.bench.scenarios import parse
 from sluice.bench.schema import Row
 from sluice.bench.switches.ovsdb import parse_dump_ports
 
@@ -142,3 +147,31 @@ def test_report_skips_directions_whose_hop_lists_differ() -> None:
     assert report_hops.summed([with_sw, without], "forward") is None
     assert report_hops.worst_text(report_hops.summed([with_sw], "forward") or []) == \
         "No hop lost a frame."
+
+
+def test_runner_splits_one_generator_between_two_alternating_switches() -> None:
+    """sluice-gen lists the ports and VNFs of the generator's first switch (B in an odd
+    trial), then the second's; each switch gets its own."""
+    spec = TrialSpec(parse("loopback-1", "memif", "uni"), 64, 1, "alternating", ("a", "b"))
+    summary = {"port_stats": [{"tx": 100, "rx": 0}, {"tx": 0, "rx": 97},
+                              {"tx": 50, "rx": 0}, {"tx": 0, "rx": 49}],
+               "vnfs": [vnf(98, 97), vnf(50, 49)]}
+    res = GenResult(summary, [], [], 0.0, 0.0, Path("/dev/null"))
+    zero = {n: port(0, 0) for n in ("p0", "v1a", "v1b", "p1")}
+    after_b = {"p0": port(100, 0), "v1a": port(0, 98), "v1b": port(97, 0), "p1": port(0, 97)}
+    got = Runner.trial_hops(spec, spec.gen_order, res, {"a": zero, "b": zero},
+                            {"a": None, "b": after_b})
+    assert spec.gen_order == ("b", "a")
+    assert (got["b"]["forward"]["sent"], got["b"]["forward"]["received"]) == (100, 97)
+    assert got["b"]["forward"]["worst"] == "switch p0 rx -> switch v1a tx"
+    assert got["a"]["switch_counters"] is False
+    assert [h["lost"] for h in got["a"]["forward"]["hops"]] == [0, 1, 0]
+
+
+def test_runner_without_generator_port_counters_starts_at_the_switch() -> None:
+    spec = TrialSpec(parse("loopback-1", "memif", "uni"), 64, 0, "interleaved", ("a",))
+    res = GenResult({"vnfs": [vnf(9, 9)]}, [], [], 0.0, 0.0, Path("/dev/null"))
+    sw = {"p0": port(10, 0), "v1a": port(0, 9), "v1b": port(9, 0), "p1": port(0, 9)}
+    got = Runner.trial_hops(spec, ("a",), res, {"a": {n: port(0, 0) for n in sw}}, {"a": sw})
+    assert got["a"]["forward"]["hops"][0]["from"] == "switch p0 rx"
+    assert got["a"]["forward"]["hops"][-1]["to"] == "switch p1 tx"

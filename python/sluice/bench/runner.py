@@ -468,8 +468,11 @@ class Runner:
         inline = res.summary.get("vnfs") or []
         out = {}
         for j, key in enumerate(keys):
-            gen_ports = ports[2 * j:2 * j + 2] or [{}, {}]
-            vnf_counters = inline[chain * j:chain * (j + 1)] or [{}] * chain
+            # Counters a sluice-gen did not give (an older one, process VNFs) are unknown.
+            gen_ports = ports[2 * j:2 * j + 2]
+            gen_ports = gen_ports if len(gen_ports) == 2 else [{}, {}]
+            vnf_counters = inline[chain * j:chain * (j + 1)]
+            vnf_counters = vnf_counters if len(vnf_counters) == chain else [{}] * chain
             out[key] = hops.chain_hops(chain, gen_ports, vnf_counters,
                                        hops.counter_delta(after.get(key), before.get(key)),
                                        spec.scenario.direction == "bidir")
