@@ -44,6 +44,8 @@ def chains(rows: Sequence[Row]) -> dict[tuple[str, str, int, str, str, str], lis
             continue
         seen.add(_trial_id(r))
         scn = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+        if r.sweep_param and r.sweep_param != "chain":
+            scn += f" ({r.sweep_param} {r.sweep_value})"     # sweep points stay apart
         flags = "oversubscribed" if r.oversubscribed else ""
         out[(scn, switch_key(r), r.size, r.direction, r.vnf, flags)].append(r.hops)
     return out
