@@ -33,6 +33,7 @@
 #include "alt.h"
 #include "hist.h"
 #include "load.h"
+#include "peer.h"
 #include "portspec.h"
 #include "sluice_version.h"
 #include "traffic.h"
@@ -41,6 +42,7 @@
 #define GEN_MAX_PORTS 8
 #define GEN_MAX_STREAMS 8
 #define NO_PORT UINT16_MAX          /* add_sender(): no receiving port of ours */
+#define GEN_MAX_PLANS (2 * GEN_MAX_PORTS + 2 * VNF_MAX)   /* reflect, port, vnf-in/out */
 #define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
 #define GEN_BURST 32                /* receive bursts; and --burst's default */
 #define GEN_MAX_BURST 512           /* --burst */
@@ -129,6 +131,8 @@ struct gen {
 	bool fixed_headers;          /* one size, one flow: copy the template below */
 	uint16_t fixed_size;
 	uint8_t headers[TRAFFIC_HDR_LEN];
+	char server_paths[GEN_MAX_PLANS][PORTSPEC_MAX_LEN];   /* sockets our servers made */
+	unsigned int n_server_paths;
 };
 
 static volatile sig_atomic_t quit;
@@ -515,39 +519,95 @@ static int port_rank(const char *spec)
 	return ps.kind == PORTSPEC_VIRTIO_USER ? 2 : 0;
 }
 
+/* Kinds whose client side connects to a Unix socket at ps->path when it starts or probes. */
+static bool connects_to_socket(const struct portspec *ps)
+{
+	return !ps->path_is_server && ps->path[0] != '\0' &&
+	       (ps->kind == PORTSPEC_MEMIF || ps->kind == PORTSPEC_VHOST_USER ||
+		ps->kind == PORTSPEC_VIRTIO_USER);
+}
+
+/*
+ * Says why port P (parsed into PS) failed at STEP. A client that could not reach its
+ * server's socket gets the cause from peer_diagnose(); for the rest RC is shown only where it
+ * is a negative errno (drivers also return a bare -1, which strerror would read as EPERM).
+ */
+static void report_port_failure(const struct port_plan *p, const struct portspec *ps,
+				const char *step, int rc)
+{
+	char why[PEER_WHY_LEN];
+
+	if (connects_to_socket(ps)) {
+		peer_diagnose(ps->path, ps->kind == PORTSPEC_MEMIF, why, sizeof(why));
+		fprintf(stderr, "sluice-gen: --%s %s: cannot connect to %s socket %s: %s\n",
+			p->opt, p->spec, portspec_kind_name(ps->kind), ps->path, why);
+	} else if (rc < -1) {
+		fprintf(stderr, "sluice-gen: --%s %s: %s failed: %s\n", p->opt, p->spec, step,
+			rte_strerror(-rc));
+	} else {
+		fprintf(stderr, "sluice-gen: --%s %s: %s failed (the driver's log above says "
+			"why)\n", p->opt, p->spec, step);
+	}
+}
+
+/* Remembers the socket file a server port of ours made, for remove_server_sockets(). */
+static void note_server_socket(struct gen *g, const struct portspec *ps)
+{
+	if (ps->path_is_server && ps->path[0] != '\0' && g->n_server_paths < GEN_MAX_PLANS)
+		snprintf(g->server_paths[g->n_server_paths++], PORTSPEC_MAX_LEN, "%s", ps->path);
+}
+
+/* Configures and starts PORT with one queue pair; 0, or the failing call's rc and *STEP. */
+static int start_port(const struct gen *g, uint16_t port, const char **step)
+{
+	struct rte_eth_conf conf = { 0 };
+	int rc;
+
+	*step = "configure";
+	rc = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (rc != 0)
+		return rc;
+	*step = "receive queue set-up";
+	rc = rte_eth_rx_queue_setup(port, 0, GEN_RING, rte_socket_id(), NULL, g->pool);
+	if (rc != 0)
+		return rc;
+	*step = "transmit queue set-up";
+	rc = rte_eth_tx_queue_setup(port, 0, GEN_RING, rte_socket_id(), NULL);
+	if (rc != 0)
+		return rc;
+	*step = "start";
+	return rte_eth_dev_start(port);
+}
+
 static int open_port(struct gen *g, const struct port_plan *p, unsigned int index)
 {
 	char err[PORTSPEC_ERR_LEN], unique[16], probe[PORTSPEC_DEVNAME_LEN + PORTSPEC_ARGS_LEN];
-	struct rte_eth_conf conf = { 0 };
-	const char *spec = p->spec;
-	uint16_t *ethdev = p->ethdev;
+	const char *step;
 	struct portspec ps;
 	int rc;
 
 	snprintf(unique, sizeof(unique), "g%u", index);
-	if (portspec_parse(spec, unique, 1, &ps, err, sizeof(err)) != 0) {
-		fprintf(stderr, "sluice-gen: --%s %s: %s\n", p->opt, spec, err);
+	if (portspec_parse(p->spec, unique, 1, &ps, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sluice-gen: --%s %s: %s\n", p->opt, p->spec, err);
 		return -1;
 	}
 	portspec_probe_string(&ps, probe, sizeof(probe));
-	if (rte_dev_probe(probe) != 0 || rte_eth_dev_get_port_by_name(ps.devname, ethdev) != 0) {
-		fprintf(stderr, "sluice-gen: --%s: cannot create port %s (%s)\n", p->opt, spec,
-			probe);
+	if (rte_dev_probe(probe) != 0 ||
+	    rte_eth_dev_get_port_by_name(ps.devname, p->ethdev) != 0) {
+		if (connects_to_socket(&ps))
+			report_port_failure(p, &ps, "probe", -1);
+		else
+			fprintf(stderr, "sluice-gen: --%s: cannot create port %s (%s)\n", p->opt,
+				p->spec, probe);
 		return -1;
 	}
-	rc = rte_eth_dev_configure(*ethdev, 1, 1, &conf);
-	if (rc == 0)
-		rc = rte_eth_rx_queue_setup(*ethdev, 0, GEN_RING, rte_socket_id(), NULL, g->pool);
-	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(*ethdev, 0, GEN_RING, rte_socket_id(), NULL);
-	if (rc == 0)
-		rc = rte_eth_dev_start(*ethdev);
+	rc = start_port(g, *p->ethdev, &step);
 	if (rc != 0) {
-		fprintf(stderr, "sluice-gen: --%s %s: set-up failed: %s\n", p->opt, spec,
-			rte_strerror(-rc));
+		report_port_failure(p, &ps, step, rc);
 		return -1;
 	}
-	rte_eth_promiscuous_enable(*ethdev);
+	note_server_socket(g, &ps);
+	rte_eth_promiscuous_enable(*p->ethdev);
 	return 0;
 }
 
@@ -1277,6 +1337,31 @@ static json_t *rtt_json(const struct hist *h)
 		"max", (json_int_t)h->max, "count", (json_int_t)h->count);
 }
 
+/*
+ * The ethdev counters of every --port over the whole run (warm-up, cool-down and the final
+ * drain included), in --port order: what the ports themselves took and received, to set
+ * beside a switch's and the VNFs' counters hop by hop (docs/bench.md, per-hop counts).
+ */
+static json_t *port_stats_json(const struct gen *g)
+{
+	struct rte_eth_stats st;
+	json_t *a = json_array();
+	unsigned int i;
+
+	for (i = 0; i < g->o.n_ports; i++) {
+		if (rte_eth_stats_get(g->ports[i], &st) != 0) {
+			json_array_append_new(a, json_pack("{si ss sn}", "port", i, "spec",
+							   g->o.specs[i], "rx"));
+			continue;
+		}
+		json_array_append_new(a, json_pack("{si ss sI sI sI sI}", "port", i,
+			"spec", g->o.specs[i], "rx", (json_int_t)st.ipackets,
+			"tx", (json_int_t)st.opackets, "rx_missed", (json_int_t)st.imissed,
+			"tx_errors", (json_int_t)st.oerrors));
+	}
+	return a;
+}
+
 static void set_role_fields(json_t *r, const struct gen *g)
 {
 	const struct opts *o = &g->o;
@@ -1291,6 +1376,7 @@ static void set_role_fields(json_t *r, const struct gen *g)
 			(json_int_t)g->reflected, "refused", (json_int_t)g->reflect_dropped));
 	if (g->vnfs.n > 0)
 		json_object_set_new(r, "vnfs", vnf_json(&g->vnfs, o->vnf_in, o->vnf_out));
+	json_object_set_new(r, "port_stats", port_stats_json(g));
 	if (g->alternating) {
 		json_object_set_new(r, "windows", alt_windows_json(&g->alt));
 		json_object_set_new(r, "alternation", alt_summary_json(&g->alt));
@@ -1486,7 +1572,7 @@ static unsigned int pool_size(const struct opts *o)
 static int open_ports(struct gen *g)
 {
 	const struct opts *o = &g->o;
-	struct port_plan plan[2 * GEN_MAX_PORTS + 2 * VNF_MAX];
+	struct port_plan plan[GEN_MAX_PLANS];
 	unsigned int n = 0, i;
 	int rank;
 
@@ -1659,6 +1745,25 @@ static void announce(struct gen *g)
 	g->announce_echoes = discard_arrivals();
 }
 
+/*
+ * After a failed set-up: removes the socket files our server ports made, and closes no port.
+ * Closing them raced with DPDK's interrupt thread: a memif server of ours whose client (ours
+ * or a switch's) was still in its handshake had its regions freed by rte_eth_dev_close()
+ * while that thread was writing its rings (a core dump showed the SIGSEGV there, about one
+ * run in three with a connecting pair open when a later client failed). _exit() follows, so
+ * the kernel closes every descriptor, peers see the disconnect, and with --in-memory no
+ * hugepage file outlives the process; only the socket files need removing.
+ */
+static void remove_server_sockets(const struct gen *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->n_server_paths; i++)
+		if (unlink(g->server_paths[i]) != 0 && errno != ENOENT)
+			fprintf(stderr, "sluice-gen: cannot remove %s: %s\n", g->server_paths[i],
+				strerror(errno));
+}
+
 /* Kinds whose link is up only when the peer (a switch, or a port of ours) is connected. */
 static bool has_peer(uint16_t port)
 {
@@ -1732,7 +1837,7 @@ int main(int argc, char **argv)
 	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST,
 		.vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
 		.window = 1.0, .settle = 0.3 } };
-	int first, rc = 0;
+	int first;
 
 	first = parse_options(argc, argv, &g.o);
 	if (first < 0)
@@ -1752,18 +1857,18 @@ int main(int argc, char **argv)
 			rte_strerror(rte_errno));
 		return 1;
 	}
-	if (setup(&g) == 0) {
-		wait_for_links();
-		if (g.o.announce)
-			announce(&g);
-		run_loop(&g);
-		drain(&g);
-		write_outputs(&g);
-		if (g.alternating)
-			teardown_alternating(&g);
-	} else {
-		rc = 1;
+	if (setup(&g) != 0) {
+		remove_server_sockets(&g);
+		finish(&g, 1);
 	}
+	wait_for_links();
+	if (g.o.announce)
+		announce(&g);
+	run_loop(&g);
+	drain(&g);
+	write_outputs(&g);
+	if (g.alternating)
+		teardown_alternating(&g);
 	teardown();
-	finish(&g, rc);
+	finish(&g, 0);
 }

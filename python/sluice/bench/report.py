@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import published, report_latency, report_sweep
+from sluice.bench import published, report_hops, report_latency, report_sweep
 from sluice.bench.schema import Row, best_label, load_rows
 from sluice.bench.stats import gbps, spread
 
@@ -247,6 +247,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
     out += report_latency.search_sections(rows)
     out += report_latency.echo_sections(rows)
     out += report_sweep.sections(rows)
+    out += report_hops.sections(rows)
     out += published.sections(rows, baseline)
     for scn, name in figs.items():
         out.append((f"Figure: {scn}", f"![{scn}](figures/{name}.png)", [], None))

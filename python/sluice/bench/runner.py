@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import arrange, gen, manifest, placement, procs, vnfs
+from sluice.bench import arrange, gen, hops, manifest, placement, procs, vnfs
 from sluice.bench.abwindows import Window
 from sluice.bench.plan import (
     GEN_OVERHEAD_S,
@@ -449,6 +449,7 @@ class Runner:
             # the stopped second in its busy or idle cycles.
             counted = spec.method != "alternating"
             cyc0 = {k: live.switches[k].cycles() if counted else None for k in keys}
+            ports0 = self.port_counters(spec, keys, live)
             with self.monitor.running():
                 if spec.method == "latency":
                     extra, lat = self.latency_args(spec, self.current_label())
@@ -456,6 +457,7 @@ class Runner:
             # The generator continues both switches of an alternation at its end.
             cyc = {k: _per_packet(live.switches[k].cycles() if counted else None, cyc0[k])
                    for k in keys}
+            ports1 = self.port_counters(spec, keys, live)
         finally:
             # Stopped before its interrupt thread has handled the generator's disconnect, a
             # switch would handle it on SIGCONT while its forwarding thread may be mid-burst
@@ -466,12 +468,44 @@ class Runner:
         busy = {c: round(v - busy0.get(c, 0.0), 3) for c, v in procs.cpu_busy().items()}
         cpu = {k: _delta(self.cpu_of(live.switches[k]), before[k]) for k in keys}
         common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall,
-                  "cycles": cyc}
+                  "cycles": cyc, "hops": self.trial_hops(spec, keys, res, ports0, ports1)}
         if spec.method == "alternating":
             return self.alternating_rows(spec, sws, keys, common)
         if spec.method == "latency":
             return [self.latency_row(spec, sws[0], keys[0], common, lat)]
         return self.interleaved_rows(spec, sws[0], keys[0], common)
+
+    # -- per-hop counts -----------------------------------------------------------------
+    @staticmethod
+    def port_counters(spec: TrialSpec, keys: Sequence[str], live: Live
+                      ) -> dict[str, dict[str, dict[str, Any]] | None]:
+        """Each switch's port counters, for loopback chains only (per-hop counts)."""
+        if spec.scenario.family != "loopback" or spec.latency_kind == "echo":
+            return {}
+        return {k: live.switches[k].port_counters() for k in keys}
+
+    @staticmethod
+    def trial_hops(spec: TrialSpec, keys: Sequence[str], res: gen.GenResult,
+                   before: dict[str, dict[str, dict[str, Any]] | None],
+                   after: dict[str, dict[str, dict[str, Any]] | None]) -> dict[str, Any]:
+        """Per switch of the trial, the `hops` of its loopback chain: sluice-gen lists each
+        switch's two ports and (inline) VNFs in the order of KEYS (gen_cmd)."""
+        if not before:
+            return {}
+        chain = spec.scenario.chain
+        ports = res.summary.get("port_stats") or []
+        inline = res.summary.get("vnfs") or []
+        out = {}
+        for j, key in enumerate(keys):
+            # Counters a sluice-gen did not give (an older one, process VNFs) are unknown.
+            gen_ports = ports[2 * j:2 * j + 2]
+            gen_ports = gen_ports if len(gen_ports) == 2 else [{}, {}]
+            vnf_counters = inline[chain * j:chain * (j + 1)]
+            vnf_counters = vnf_counters if len(vnf_counters) == chain else [{}] * chain
+            out[key] = hops.chain_hops(chain, gen_ports, vnf_counters,
+                                       hops.counter_delta(after.get(key), before.get(key)),
+                                       spec.scenario.direction == "bidir")
+        return out
 
     # -- latency ------------------------------------------------------------------------
     def rplus(self, key: str, scn: Scenario, size: int, label: str) -> tuple[float, str] | None:
@@ -571,7 +605,8 @@ class Runner:
                    gen_idle_fraction=idle, port_kind=sw.port_kind(), steering=sw.steering(),
                    switch_cpu_s=common["cpu"][key], gen_cpu_s=round(res.cpu_s, 3),
                    cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat,
-                   switch_cycles_per_packet=common.get("cycles", {}).get(key), **kw)
+                   switch_cycles_per_packet=common.get("cycles", {}).get(key),
+                   hops=common.get("hops", {}).get(key, {}), **kw)
 
     def alternating_rows(self, spec: TrialSpec, sws: Sequence[Switch], keys: Sequence[str],
                          common: dict[str, Any]) -> list[Row]:

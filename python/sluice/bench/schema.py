@@ -88,6 +88,9 @@ class Row:
     burst: int | None = None       # echo: frames per burst of the ping client
     api: str = ""                  # `sluice-bench sockets` rows: the endpoints' socket API
                                    # ("raw sendmmsg/recvmmsg, batch 32"); "" for sluice-gen
+    # loopback-N: per-hop counts over the whole trial (the same in every placement row of
+    # it), from the generator's, the switch's and the VNFs' own counters (hops.py).
+    hops: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

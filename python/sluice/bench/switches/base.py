@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sluice.bench.arrange import Poller
 
@@ -151,6 +151,13 @@ class Switch(ABC):
     def cycles(self) -> tuple[int, int] | None:
         """(busy TSC cycles, packets) of the forwarding threads so far, from the switch's
         own counters; None when it has none (only sluiced reports them)."""
+        return None
+
+    def port_counters(self) -> dict[str, dict[str, Any]] | None:
+        """The switch's own counters of each topology link's port, by link name: `rx` and
+        `tx` packets, and where the switch has them `rx_missed`, `dropped` and `drops`
+        (reason -> count). Totals since the switch started; the runner takes differences.
+        None when the switch's counters cannot be read without disturbing it."""
         return None
 
     def port_kind(self) -> str:

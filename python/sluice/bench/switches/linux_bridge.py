@@ -16,8 +16,10 @@ busy time.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from sluice.bench.arrange import Poller
 from sluice.bench.switches.base import Context, Link, Switch, Topology, which
@@ -84,6 +86,26 @@ class LinuxBridge(Switch):
         vnfs = self.topology is not None and any(link.role == "vnf"
                                                  for link in self.topology.links)
         return "veth (kernel)" + (", VNFs on veths" if vnfs else "")
+
+    def port_counters(self) -> dict[str, dict[str, Any]] | None:
+        """The bridge ports' (the switch's veth ends') kernel counters, `ip -s link` in the
+        switch namespace (what /sys/class/net/*/statistics holds there)."""
+        if self.netns is None or self.topology is None:
+            return None
+        r = subprocess.run(["ip", "-n", self.netns, "-j", "-s", "link", "show"],
+                           capture_output=True, text=True, timeout=20)
+        if r.returncode != 0:
+            return None
+        by_iface = {d["ifname"]: d.get("stats64", {}) for d in json.loads(r.stdout)}
+        out = {}
+        for link in self.topology.links:
+            st = by_iface.get(link.iface)
+            if st is None:
+                return None
+            out[link.name] = {"rx": int(st["rx"]["packets"]), "tx": int(st["tx"]["packets"]),
+                              "rx_dropped": int(st["rx"]["dropped"]),
+                              "tx_dropped": int(st["tx"]["dropped"])}
+        return out
 
     def version(self) -> str:
         r = subprocess.run(["uname", "-r"], capture_output=True, text=True, timeout=5)

@@ -13,6 +13,7 @@ sleep.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sluice.bench import procs
 from sluice.bench.arrange import Poller
@@ -85,6 +86,12 @@ class OvsDpdk(Switch):
         if self.mode == "flows":
             self.ovs.pair_flows(topo.pairs)
         self.topology = Topology(topo.links, topo.pairs, topo.netns, driver)
+
+    def port_counters(self) -> dict[str, dict[str, Any]] | None:
+        """vswitchd's counters of its ports (`ovs-ofctl dump-ports`), by OpenFlow number."""
+        if self.topology is None:
+            return None
+        return self.ovs.port_counters([link.name for link in self.topology.links])
 
     def version(self) -> str:
         return ovsdb.version(VSWITCHD)

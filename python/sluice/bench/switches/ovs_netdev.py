@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from sluice.bench.arrange import Poller
 from sluice.bench.switches import ovsdb
@@ -114,6 +115,12 @@ class OvsNetdev(Switch):
         vnfs = self.topology is not None and any(link.role == "vnf"
                                                  for link in self.topology.links)
         return f"veth, OVS {self.port_type} port" + (", VNFs on veths" if vnfs else "")
+
+    def port_counters(self) -> dict[str, dict[str, Any]] | None:
+        """vswitchd's counters of its ports (`ovs-ofctl dump-ports`), by OpenFlow number."""
+        if self.topology is None:
+            return None
+        return self.ovs.port_counters([link.name for link in self.topology.links])
 
     def version(self) -> str:
         return ovsdb.version(VSWITCHD) + " (userspace datapath, no DPDK)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from sluice.bench import procs
 from sluice.bench.arrange import Poller
@@ -128,6 +129,22 @@ class Sluice(Switch):
             return None
         return (sum(int(w["busy_cycles"]) for w in workers),
                 sum(int(w["packets"]) for w in workers))
+
+    def port_counters(self) -> dict[str, dict[str, Any]] | None:
+        """sluiced's per-port counters (`stats`): rx, tx, the input port's drops by reason
+        (a frame the output ring refused counts as tx_full at the port it came in on)."""
+        try:
+            with RpcClient(str(self.socket), timeout=5) as rpc:
+                sws = rpc.call("stats", switch=BRIDGE).get("switches", [])
+        except (OSError, RpcError):
+            return None
+        if not sws:
+            return None
+        return {str(p["name"]): {"rx": int(p["rx_packets"]), "tx": int(p["tx_packets"]),
+                                 "dropped": int(p["dropped"]),
+                                 "rx_missed": int(p.get("rx_missed", 0)),
+                                 "drops": {k: int(v) for k, v in p.get("drops", {}).items()}}
+                for p in sws[0].get("ports", [])}
 
     def stats(self) -> dict[str, object]:
         """The daemon's counters for the bench switch."""
