@@ -174,8 +174,11 @@ def test_linux_bridge_loopback_chains_veth_vnfs_through_one_bridge_per_segment(
               "--sizes", "64", "--duration", "3", "--trials", "1", "--warmup", "0",
               "--no-report", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    (x,) = rows(out)
-    assert x["vnf"] == "inline" and x["kernel_path"]
-    assert x["port_kind"] == "veth (kernel), VNFs on veths"
-    assert 0 < x["rx_pps"] <= x["tx_pps"] * 1.01, x
+    # One trial gives a row per placement label it saw (two when the vCPUs moved mid-trial).
+    got = rows(out)
+    assert 1 <= len(got) <= 3 and len({x["trial"] for x in got}) == 1, got
+    for x in got:
+        assert x["vnf"] == "inline" and x["kernel_path"]
+        assert x["port_kind"] == "veth (kernel), VNFs on veths"
+        assert 0 < x["rx_pps"] <= x["tx_pps"] * 1.01, x
     assert_cleaned_up(out)
