@@ -194,10 +194,10 @@ class Runner:
             if why is None:
                 probe = cls(self._ctx(cls, "probe"), mode)
                 why = probe.unsupported(scn.name, scn.phy)
-                if why is None and scn.rtt:
-                    # The v2v round trip is a one-VNF chain: the switch must steer
-                    # loopback-1 over some stand-in (a learning bridge would flood the
-                    # VNF's frames back into it).
+                if why is None and scn.rtt and not (probe.learns and not probe.veth_only):
+                    # The v2v round trip is a one-VNF chain on vhost-user ports: a learning
+                    # switch steers it by MAC (gen.port_args); any other must steer
+                    # loopback-1 over some stand-in.
                     chain = [probe.unsupported("loopback-1", ph) for ph in probe.phys]
                     why = chain[0] if all(chain) else None
             if (why is None and scn.chain and vnfs.is_process(scn.vnf) and probe.learns
