@@ -12,7 +12,7 @@ import pytest
 
 from sluice.bench import cli, report, report_latency
 from sluice.bench.plan import TrialSpec, has_load_latency, latency_for
-from sluice.bench.runner import Runner, Settings
+from sluice.bench.runner import Runner, Settings, instance_name
 from sluice.bench.scenarios import parse, round_trip, topology
 from sluice.bench.schema import Row, append_rows, validate
 
@@ -296,3 +296,13 @@ def test_top_up_gives_up_a_switch_whose_extra_trial_failed(runner: Runner) -> No
                           frozenset({("a:x", 64), ("b:x", 64)})) is None
     base_only = runner.wanting([], ["a:x", "b:x"], specs, frozenset({("a:x", 64)}))
     assert base_only is not None and base_only[1] == "b:x"   # the baseline's own top-up
+
+
+def test_switch_instances_get_unique_short_names() -> None:
+    """A long run starts more than 26 switch instances (restarts, many scenarios): their
+    names go on past z, stay unique, and fit the two letters interface names leave."""
+    names = [instance_name(n) for n in range(26 * 26)]
+    assert names[:3] == ["a", "b", "c"] and names[25] == "z" and names[26] == "ba"
+    assert len(set(names)) == len(names) and max(map(len, names)) == 2
+    with pytest.raises(ValueError):
+        instance_name(26 * 26)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import math
 import os
 import shutil
@@ -174,7 +175,7 @@ class Runner:
         self.restarts_of: dict[tuple[str, Scenario], int] = defaultdict(int)
         self.versions: dict[str, str] = {}
         self.results = settings.out / "results.jsonl"
-        self.letters = iter("abcdefghijklmnopqrstuvwxyz")
+        self.instances = itertools.count()     # switch instances started so far
         # (key, scenario, size) -> [(rx_pps, samples, placement)] of throughput rows: the R+
         # that latency loads are fractions of.
         self.rplus_seen: dict[tuple[str, Scenario, int], list[tuple[float, int, str]]] = \
@@ -288,7 +289,11 @@ class Runner:
     def _ctx(self, cls: type[Switch], sub: str) -> Context:
         work = self.work / sub
         work.mkdir(parents=True, exist_ok=True)
-        return Context(work=work, tag=f"{self.tag}{sub[-1]}", switch_cpu=self.s.switch_cpu,
+        # The instance's letters (a..z, then ba, bb, ...) make its tag unique in the run; a
+        # probe (never started) gets a digit, which no instance has.
+        suffix = sub.rsplit("-", 1)[1] if "-" in sub else "0"
+        return Context(work=work, tag=f"{self.tag}{suffix}",
+                       switch_cpu=self.s.switch_cpu,
                        ctl_cpu=self.s.gen_cpu, repo=self.s.repo,
                        extra={"gen_veth_driver": "af_xdp", **self.s.switch_options,
                               **({"burst": str(self.s.switch_burst)}
@@ -299,7 +304,8 @@ class Runner:
         for key in keys:
             name, mode = split_key(key)
             cls = ADAPTERS[name]
-            sw = cls(self._ctx(cls, f"{name}-{mode}-{next(self.letters)}"), mode)
+            sw = cls(self._ctx(cls, f"{name}-{mode}-{instance_name(next(self.instances))}"),
+                     mode)
             try:
                 ns = live.netns.create(f"{sw.ctx.tag}-sw") if live.netns else None
                 topo = topology(scn, sw.ctx.work, sw.ctx.tag, ns, veth_vnfs=cls.veth_only)
@@ -839,6 +845,15 @@ class Runner:
         m["near_trials"] = self.near_report
         m["sluice_gen"] = str(self.gen)
         manifest.write(self.s.out / "manifest.json", m)
+
+
+def instance_name(n: int) -> str:
+    """Letters for the N-th switch instance of a run: a..z, then ba..zz (676 in all, far
+    more than a run starts; the tags of interfaces leave room for two letters)."""
+    if n >= 26 * 26:
+        raise ValueError(f"more than {26 * 26} switch instances in one run")
+    hi, lo = divmod(n, 26)
+    return (chr(ord("a") + hi) if hi else "") + chr(ord("a") + lo)
 
 
 def kw_tags(kw: dict[str, Any]) -> dict[str, Any]:
