@@ -3,6 +3,7 @@ pollers, the VNF kind of loopback rows, the generator's ports with process VNFs,
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -202,7 +203,8 @@ def test_learning_chain_is_steered_by_mac(tmp_path: Path) -> None:
     patch = ADAPTERS["sluice"](ctx(tmp_path), "patch")
     patch.topology = sw.topology
     q = gen.port_args(patch)
-    assert "--vnf-dst-mac" not in q.args and not any(",mac=" in a for a in q.args)
+    assert _args(q.args, "--vnf-dst-mac") == ["l2fwd", "l2fwd"]
+    assert not any(",mac=" in a for a in q.args)
     assert q.forward_dst == ["default"]
 
 
@@ -218,6 +220,10 @@ def test_dst_macs_follow_the_generators_stream_order(tmp_path: Path) -> None:
     cmd = Runner.ports_of(spec, [a, b])
     assert _args(cmd, "--dst-mac") == [gen.link_mac(1), "default", gen.link_mac(2), "default"]
     assert "--announce" in cmd
+    # Each VNF's destination goes with it, whichever switch comes first.
+    assert _args(cmd, "--vnf-dst-mac") == [f"{gen.link_mac(3)},{gen.link_mac(0)}", "l2fwd"]
+    swapped = Runner.ports_of(dataclasses.replace(spec, switches=spec.switches[::-1]), [b, a])
+    assert _args(swapped, "--vnf-dst-mac") == ["l2fwd", f"{gen.link_mac(3)},{gen.link_mac(0)}"]
     spec_b = TrialSpec(scn, 64, 0, "interleaved", ("testpmd:io",))
     assert "--announce" not in Runner.ports_of(spec_b, [b])
     assert "--dst-mac" not in Runner.ports_of(spec_b, [b])

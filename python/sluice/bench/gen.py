@@ -84,11 +84,12 @@ def port_args(sw: Switch, inline_vnfs: bool = True) -> PortArgs:
     vnf = [i for i, link in enumerate(links) if link.role == "vnf" and inline_vnfs]
     for k in range(0, len(vnf), 2):
         a, b = vnf[k], vnf[k + 1]
-        out.args += ["--vnf-in", spec(a), "--vnf-out", spec(b)]
-        if by_mac:
-            # Links run phy, v1a, v1b, ..., vNb, phy per pair: the next hop of b is b + 1,
-            # the previous hop of a is a - 1.
-            out.args += ["--vnf-dst-mac", f"{link_mac(b + 1)},{link_mac(a - 1)}"]
+        # Links run phy, v1a, v1b, ..., vNb, phy per pair: the next hop of b is b + 1, the
+        # previous hop of a is a - 1. --vnf-dst-mac goes with every VNF, since sluice-gen
+        # gives the k-th to the k-th VNF whichever switch it serves (alternation puts
+        # either switch first).
+        out.args += ["--vnf-in", spec(a), "--vnf-out", spec(b), "--vnf-dst-mac",
+                     f"{link_mac(b + 1)},{link_mac(a - 1)}" if by_mac else "l2fwd"]
     for first, second in zip(phys[::2], phys[1::2], strict=True):
         out.forward_dst.append(link_mac(first + 1) if by_mac else "default")
         out.reverse_dst.append(link_mac(second - 1) if by_mac else "default")
