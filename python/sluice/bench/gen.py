@@ -12,7 +12,7 @@ import json
 import resource
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,19 +38,32 @@ def has_inline_vnfs(gen: Path) -> bool:
     return gen.exists() and "--vnf-in" in help_text(gen)
 
 
-def port_args(sw: Switch, inline_vnfs: bool = True) -> list[str]:
+def has_vnf_kinds(gen: Path) -> bool:
+    """Whether this sluice-gen has --vnf-kind (the inline L3 VNF)."""
+    return gen.exists() and "--vnf-kind" in help_text(gen)
+
+
+def port_args(sw: Switch, inline_kinds: Sequence[str] | None = None) -> list[str]:
     """--port for the switch's phy links, --vnf-in/--vnf-out for its VNFs, which rewrite
     the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P).
-    Without INLINE_VNFS the VNFs are processes of their own (vnfs.py): phy ports only."""
+    INLINE_KINDS: sluice-gen's --vnf-kind of each VNF in chain order (None: every one l2,
+    the option left out); () when the VNFs are processes of their own (vnfs.py): phy ports
+    only."""
     assert sw.topology is not None
     args: list[str] = []
-    vnf_links = [link for link in sw.topology.links if link.role == "vnf" and inline_vnfs]
+    inline = inline_kinds is None or len(inline_kinds) > 0
+    vnf_links = [link for link in sw.topology.links if link.role == "vnf" and inline]
     for link in sw.topology.links:
         if link.role == "phy":
             args += ["--port", sw.gen_spec(link)]
     for k in range(0, len(vnf_links), 2):
         args += ["--vnf-in", sw.gen_spec(vnf_links[k]), "--vnf-out",
                  sw.gen_spec(vnf_links[k + 1])]
+    if inline_kinds and set(inline_kinds) != {"l2"}:
+        if len(inline_kinds) != len(vnf_links) // 2:
+            raise ValueError(f"{len(inline_kinds)} VNF kinds for {len(vnf_links) // 2} VNFs")
+        for kind in inline_kinds:
+            args += ["--vnf-kind", kind]
     return args
 
 

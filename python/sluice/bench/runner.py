@@ -193,7 +193,7 @@ class Runner:
             why = cls.available_with(self.s.repo, self.s.switch_options)
             if why is None:
                 probe = cls(self._ctx(cls, "probe"), mode)
-                why = probe.unsupported(scn.name, scn.phy)
+                why = probe.unsupported(scn.steer_as, scn.phy)
                 if why is None and scn.rtt:
                     # The v2v round trip is a one-VNF chain: the switch must steer
                     # loopback-1 over some stand-in (a learning bridge would flood the
@@ -216,12 +216,16 @@ class Runner:
         latency); the v2v round trip of --latency fixed:RATE is a scenario of its own."""
         out = []
         for unit, sizes in self.s.units:
-            if (unit.chain and not vnfs.is_process(unit.vnf)
-                    and not gen.has_inline_vnfs(self.gen)):
+            if unit.chain and not unit.process_vnfs and not gen.has_inline_vnfs(self.gen):
                 self.skip("*", unit, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
-            if unit.chain and vnfs.is_process(unit.vnf):
+            if (unit.chain and not unit.process_vnfs and set(unit.inline_kinds) != {"l2"}
+                    and not gen.has_vnf_kinds(self.gen)):
+                self.skip("*", unit, "this sluice-gen has no --vnf-kind (the inline L3 VNF "
+                          "comes with the mixed branch)")
+                continue
+            if unit.process_vnfs:
                 why = vnfs.available(unit.vnf, self.s.repo) or vnfs.unsupported(unit.vnf, unit)
                 if why:
                     self.skip("*", unit, why)
@@ -303,7 +307,7 @@ class Runner:
                     live.netns.add_veths(topo)
                 sw.start(topo)
                 # Process VNFs attach while their switch runs: virtio-user negotiates with it.
-                if scn.chain and vnfs.is_process(scn.vnf):
+                if scn.process_vnfs:
                     live.vnfs[key] = vnfs.VnfSet(scn.vnf, key, self.s.vnf_cpu_list)
                     live.vnfs[key].start(sw)
                     self.versions[f"vnf {scn.vnf}"] = vnfs.version(scn.vnf)
@@ -384,7 +388,8 @@ class Runner:
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
         for sw in sws:
-            cmd += gen.port_args(sw, inline_vnfs=not vnfs.is_process(spec.scenario.vnf))
+            cmd += gen.port_args(sw, () if spec.scenario.process_vnfs
+                                 else spec.scenario.inline_kinds)
         if spec.method == "alternating":
             cmd += ["--alternate", ",".join(str(sw.pids()[0]) for sw in sws),
                     "--window", str(self.s.window), "--settle", str(self.s.settle)]
