@@ -137,7 +137,7 @@ def test_generator_drives_phy_ports_only_when_vnfs_are_processes(tmp_path: Path)
     sw.topology = topology(parse("loopback-2", "memif", "uni"), tmp_path, "t")
     inline = gen.port_args(sw).args
     assert inline.count("--port") == 2 and inline.count("--vnf-in") == 2
-    procs = gen.port_args(sw, inline_vnfs=False).args
+    procs = gen.port_args(sw, ()).args
     assert procs.count("--port") == 2 and "--vnf-in" not in procs and "--vnf-out" not in procs
 
 

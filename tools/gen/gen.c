@@ -62,6 +62,9 @@ struct opts {
 	unsigned int n_vnf_in, n_vnf_out, n_vnf_dst;
 	const char *vnf_dst_arg[VNF_MAX];           /* --vnf-dst-mac, one per pair in order */
 	struct vnf_dst vnf_dst[VNF_MAX];
+	const char *vnf_kind_arg[VNF_MAX];          /* --vnf-kind, one per pair in order */
+	enum vnf_kind vnf_kind[VNF_MAX];
+	unsigned int n_vnf_kind;
 	const char *dst_mac_arg[GEN_MAX_STREAMS];  /* --dst-mac, one per sending stream */
 	uint8_t dst_mac[GEN_MAX_STREAMS][6];
 	unsigned int n_dst_mac;
@@ -179,6 +182,9 @@ static void usage(FILE *f)
 "                     keeps 02:00:02:...); its source is then the sending port's MAC\n"
 "  --vnf-dst-mac M    destination MAC for the k-th VNF (k-th use): M for frames leaving\n"
 "                     its out port, M1,M2 for leaving out, then in; l2fwd: the default\n"
+"  --vnf-kind K       what the k-th VNF is (k-th use): l2 (default), l2fwd's behaviour; l3,\n"
+"                     l3fwd's (LPM): IPv4 header checked, TTL decremented, checksum updated,\n"
+"                     discarded frames counted by reason, then l2fwd's MAC rewrite\n"
 "  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518,\n"
 "                     imix (64:570:1518 at 7:4:1), or csv:FILE (lines size,weight; # for\n"
 "                     comments); default 64\n"
@@ -339,6 +345,8 @@ static int check_options(struct opts *o)
 			   "every --vnf-in needs a --vnf-out (they pair in order)");
 	if (o->n_vnf_dst > o->n_vnf_in)
 		return bad("vnf-dst-mac", "more given than there are VNFs (--vnf-in/--vnf-out)");
+	if (o->n_vnf_kind > o->n_vnf_in)
+		return bad("vnf-kind", "more given than there are VNFs (--vnf-in/--vnf-out)");
 	if (check_specs(o) != 0)
 		return -1;
 	if (traffic_parse_sizes(o->size_arg, &o->traffic, err, sizeof(err)) != 0 ||
@@ -388,6 +396,16 @@ static int add_vnf_dst(struct opts *o, const char *v)
 	return 0;
 }
 
+static int add_vnf_kind(struct opts *o, const char *v)
+{
+	if (o->n_vnf_kind == VNF_MAX)
+		return bad("vnf-kind", "at most 8 VNFs");
+	if (vnf_parse_kind(v, &o->vnf_kind[o->n_vnf_kind]) != 0)
+		return bad("vnf-kind", "give l2 (DPDK l2fwd's behaviour) or l3 (l3fwd's)");
+	o->vnf_kind_arg[o->n_vnf_kind++] = v;
+	return 0;
+}
+
 static int add_dst_mac(struct opts *o, const char *v)
 {
 	if (o->n_dst_mac == GEN_MAX_STREAMS)
@@ -422,6 +440,7 @@ static int parse_one(struct opts *o, int c, const char *v)
 				    c == 'I' ? o->vnf_in : o->vnf_out,
 				    c == 'I' ? &o->n_vnf_in : &o->n_vnf_out, v);
 	case 'M': return add_vnf_dst(o, v);
+	case 'K': return add_vnf_kind(o, v);
 	case 'D': return add_dst_mac(o, v);
 	case 's': o->size_arg = v; return 0;
 	case 'G': o->load_arg = v; return 0;
@@ -471,6 +490,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "port", 1, NULL, 'p' }, { "role", 1, NULL, 'r' }, { "size", 1, NULL, 's' },
 		{ "reflect", 1, NULL, 'X' }, { "vnf-in", 1, NULL, 'I' },
 		{ "vnf-out", 1, NULL, 'O' }, { "vnf-dst-mac", 1, NULL, 'M' },
+		{ "vnf-kind", 1, NULL, 'K' },
 		{ "dst-mac", 1, NULL, 'D' }, { "load", 1, NULL, 'G' }, { "burst", 1, NULL, 'B' },
 		{ "touch", 0, NULL, 'T' }, { "announce", 0, NULL, 'A' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
@@ -1224,9 +1244,10 @@ static json_t *options_json(const struct opts *o)
 	unsigned int i;
 
 	for (i = 0; i < o->n_vnf_in; i++)
-		json_array_append_new(vnf, json_pack("{ss ss ss}", "in", o->vnf_in[i],
+		json_array_append_new(vnf, json_pack("{ss ss ss ss}", "in", o->vnf_in[i],
 			"out", o->vnf_out[i],
-			"dst_mac", i < o->n_vnf_dst ? o->vnf_dst_arg[i] : "l2fwd"));
+			"dst_mac", i < o->n_vnf_dst ? o->vnf_dst_arg[i] : "l2fwd",
+			"kind", i < o->n_vnf_kind ? o->vnf_kind_arg[i] : "l2"));
 	json_t *r = json_pack("{so so so so ss ss ss si ss sb sf sf sf si sb sb ss* ss*}",
 		"ports", strings_json(o->specs, o->n_ports),
 		"reflect", strings_json(o->reflect_specs, o->n_reflect), "vnfs", vnf,
@@ -1613,7 +1634,8 @@ static int setup(struct gen *g)
 		return -1;
 	for (i = 0; i < g->o.n_vnf_in; i++)
 		if (vnf_setup(&g->vnfs, i, g->vnf_ports[i][VNF_IN], g->vnf_ports[i][VNF_OUT],
-			      i < g->o.n_vnf_dst ? &g->o.vnf_dst[i] : NULL) != 0)
+			      i < g->o.n_vnf_dst ? &g->o.vnf_dst[i] : NULL,
+			      i < g->o.n_vnf_kind ? g->o.vnf_kind[i] : VNF_L2) != 0)
 			return -1;
 	plan_streams(g);
 	g->fixed_headers = g->o.traffic.flows == 1 && g->o.traffic.hi == 0 &&

@@ -105,6 +105,14 @@ def cpu_list(text: str) -> tuple[int, ...]:
     return out
 
 
+def vnf_kind(text: str) -> str:
+    """--vnf: a kind of vnfs.KINDS, or process kinds in chain order (l3fwd,l2fwd)."""
+    try:
+        return vnfs.cli_kind(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--vnf ")) from e
+
+
 def switch_keys(text: str) -> tuple[str, ...]:
     """name:mode keys from '--switch': a bare name means every mode of that adapter."""
     keys: list[str] = []
@@ -124,7 +132,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     """Options shared by run and compare."""
     p.add_argument("--scenario", default="v2v",
                    help="comma-separated: v2v, p2p, p2v (physical into a VNF), v2p (a VNF "
-                        "out of the physical port), loopback-1..5 (default v2v)")
+                        "out of the physical port), loopback-1..5, chain-mixed (physical -> "
+                        "an L3 VNF -> an L2 VNF -> physical, steered as loopback-2) "
+                        "(default v2v)")
     p.add_argument("--pairs", type=int, default=1,
                    help="NvsN: sender/receiver pairs at once, 1..4, each with its own two "
                         "ports (default 1); not for loopback chains")
@@ -167,12 +177,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-shared-cpu", action="store_true",
                    help="run even when two busy pollers would share a CPU; rows are then "
                         "marked oversubscribed and kept out of comparisons")
-    p.add_argument("--vnf", choices=vnfs.KINDS, default="inline",
+    p.add_argument("--vnf", type=vnf_kind, default="inline",
                    help="who serves loopback's VNFs: inline (default), DPDK's l2fwd inside "
                         "sluice-gen's loop, the only arrangement that measures the switch on "
                         "2 CPUs; or a process per VNF attached with virtio-user: l2fwd or "
                         "l3fwd (DPDK's examples: scripts/dpdk-examples.sh builds them) or "
-                        "testpmd-mac (dpdk-testpmd --forward-mode=mac). Process VNFs busy-poll "
+                        "testpmd-mac (dpdk-testpmd --forward-mode=mac). chain-mixed takes "
+                        "inline (sluice-gen's L3 then L2 VNF) or l3fwd,l2fwd (the two examples "
+                        "as processes, in chain order). Process VNFs busy-poll "
                         "beside the generator or the switch on 2 CPUs: they need "
                         "--allow-shared-cpu, their rows are marked oversubscribed, and they "
                         "are functional checks, not measurements")

@@ -12,7 +12,7 @@ import json
 import resource
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,11 @@ def has_inline_vnfs(gen: Path) -> bool:
     return gen.exists() and "--vnf-in" in help_text(gen)
 
 
+def has_vnf_kinds(gen: Path) -> bool:
+    """Whether this sluice-gen has --vnf-kind (the inline L3 VNF)."""
+    return gen.exists() and "--vnf-kind" in help_text(gen)
+
+
 def link_mac(index: int) -> str:
     """The MAC the generator's end of a topology's INDEX-th link takes in a learning chain."""
     return f"02:5b:00:00:{index >> 8 & 0xff:02x}:{index & 0xff:02x}"
@@ -61,10 +66,12 @@ def steer_by_mac(sw: Switch, inline_vnfs: bool) -> bool:
             and any(link.role == "vnf" for link in sw.topology.links))
 
 
-def port_args(sw: Switch, inline_vnfs: bool = True) -> PortArgs:
+def port_args(sw: Switch, inline_kinds: Sequence[str] | None = None) -> PortArgs:
     """--port for the switch's phy links, --vnf-in/--vnf-out for its VNFs, which rewrite
     the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P).
-    Without INLINE_VNFS the VNFs are processes of their own (vnfs.py): phy ports only.
+    INLINE_KINDS: sluice-gen's --vnf-kind of each VNF in chain order (None: every one l2,
+    the option left out); () when the VNFs are processes of their own (vnfs.py): phy ports
+    only.
 
     A learning switch's chain is steered by MAC instead (steer_by_mac): every generator end
     gets a MAC of ours (link_mac), the first port of a pair sends to the first VNF's in
@@ -72,6 +79,7 @@ def port_args(sw: Switch, inline_vnfs: bool = True) -> PortArgs:
     VNF to the pair's second port; sluice-gen's --announce has the switch learn them all."""
     assert sw.topology is not None
     links = sw.topology.links
+    inline_vnfs = inline_kinds is None or len(inline_kinds) > 0
     by_mac = steer_by_mac(sw, inline_vnfs)
 
     def spec(i: int) -> str:
@@ -90,6 +98,11 @@ def port_args(sw: Switch, inline_vnfs: bool = True) -> PortArgs:
         # either switch first).
         out.args += ["--vnf-in", spec(a), "--vnf-out", spec(b), "--vnf-dst-mac",
                      f"{link_mac(b + 1)},{link_mac(a - 1)}" if by_mac else "l2fwd"]
+    if inline_kinds and set(inline_kinds) != {"l2"}:
+        if len(inline_kinds) != len(vnf) // 2:
+            raise ValueError(f"{len(inline_kinds)} VNF kinds for {len(vnf) // 2} VNFs")
+        for kind in inline_kinds:
+            out.args += ["--vnf-kind", kind]
     for first, second in zip(phys[::2], phys[1::2], strict=True):
         out.forward_dst.append(link_mac(first + 1) if by_mac else "default")
         out.reverse_dst.append(link_mac(second - 1) if by_mac else "default")

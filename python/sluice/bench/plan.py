@@ -67,7 +67,7 @@ def choose_method(scn: Scenario, keys: Sequence[str], kernel: set[str]) -> str:
     if any, are sluice-gen's own: VNF processes are not stopped with their switch inside an
     alternating run, so each switch runs alone with its VNFs instead."""
     user = [k for k in keys if k not in kernel]
-    process_vnfs = scn.vnf not in ("", "inline")
+    process_vnfs = scn.process_vnfs
     if scn.kernel_path or process_vnfs or len(user) < 2 or len(user) != len(keys):
         return "interleaved"
     return "alternating"
@@ -100,7 +100,8 @@ def trials_for(scn: Scenario, sizes: Sequence[int], keys: Sequence[str], kernel:
 def has_load_latency(scn: Scenario) -> bool:
     """Whether the published comparison measured latency at loads in SCN (p2p and
     loopback-1..4, one way)."""
-    return (scn.family == "p2p" or 1 <= scn.chain <= MAX_LATENCY_CHAIN) and not scn.rtt
+    return (scn.family == "p2p" or (scn.family == "loopback"
+                                    and 1 <= scn.chain <= MAX_LATENCY_CHAIN)) and not scn.rtt
 
 
 def latency_for(scn: Scenario, sizes: Sequence[int], keys: Sequence[str],

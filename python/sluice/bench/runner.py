@@ -194,14 +194,14 @@ class Runner:
             why = cls.available_with(self.s.repo, self.s.switch_options)
             if why is None:
                 probe = cls(self._ctx(cls, "probe"), mode)
-                why = probe.unsupported(scn.name, scn.phy)
+                why = probe.unsupported(scn.steer_as, scn.phy)
                 if why is None and scn.rtt and not (probe.learns and not probe.veth_only):
                     # The v2v round trip is a one-VNF chain on vhost-user ports: a learning
                     # switch steers it by MAC (gen.port_args); any other must steer
                     # loopback-1 over some stand-in.
                     chain = [probe.unsupported("loopback-1", ph) for ph in probe.phys]
                     why = chain[0] if all(chain) else None
-            if (why is None and scn.chain and vnfs.is_process(scn.vnf) and probe.learns
+            if (why is None and scn.process_vnfs and probe.learns
                     and not probe.veth_only):
                 why = (f"{scn.vnf} VNFs address 02:00:00:00:00:0P, not the next hop, so a "
                        "learning switch would flood the chain (inline VNFs steer it by MAC)")
@@ -221,12 +221,16 @@ class Runner:
         latency); the v2v round trip of --latency fixed:RATE is a scenario of its own."""
         out = []
         for unit, sizes in self.s.units:
-            if (unit.chain and not vnfs.is_process(unit.vnf)
-                    and not gen.has_inline_vnfs(self.gen)):
+            if unit.chain and not unit.process_vnfs and not gen.has_inline_vnfs(self.gen):
                 self.skip("*", unit, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
-            if unit.chain and vnfs.is_process(unit.vnf):
+            if (unit.chain and not unit.process_vnfs and set(unit.inline_kinds) != {"l2"}
+                    and not gen.has_vnf_kinds(self.gen)):
+                self.skip("*", unit, "this sluice-gen has no --vnf-kind (the inline L3 VNF "
+                          "comes with the mixed branch)")
+                continue
+            if unit.process_vnfs:
                 why = vnfs.available(unit.vnf, self.s.repo) or vnfs.unsupported(unit.vnf, unit)
                 if why:
                     self.skip("*", unit, why)
@@ -313,7 +317,7 @@ class Runner:
                     live.netns.add_veths(topo)
                 sw.start(topo)
                 # Process VNFs attach while their switch runs: virtio-user negotiates with it.
-                if scn.chain and vnfs.is_process(scn.vnf):
+                if scn.process_vnfs:
                     live.vnfs[key] = vnfs.VnfSet(scn.vnf, key, self.s.vnf_cpu_list)
                     live.vnfs[key].start(sw)
                     self.versions[f"vnf {scn.vnf}"] = vnfs.version(scn.vnf)
@@ -406,8 +410,8 @@ class Runner:
         """The switches' ports and VNFs for sluice-gen; --dst-mac in its stream order (every
         switch's forward streams, then with --bidir the reverse ones) where a chain is
         steered by MAC, and --announce when a switch learns."""
-        parts = [gen.port_args(sw, inline_vnfs=not vnfs.is_process(spec.scenario.vnf))
-                 for sw in sws]
+        kinds = () if spec.scenario.process_vnfs else spec.scenario.inline_kinds
+        parts = [gen.port_args(sw, kinds) for sw in sws]
         cmd = [a for p in parts for a in p.args]
         dst = [d for p in parts for d in p.forward_dst]
         if spec.scenario.direction == "bidir":

@@ -15,6 +15,11 @@
   or, with `--vnf l2fwd|l3fwd|testpmd-mac`, by a process of its own (vnfs.py); for switches
   without vhost-user (over `--phy veth` only) two veth pairs, as a container VNF with two
   interfaces on two networks has.
+- `chain-mixed`: phy -> an L3 VNF -> an L2 VNF -> phy, every hop through the switch (issue 8
+  section 3's mixed chain, less its first stage: firewall rules in sluice's flow mode, which
+  waits for that mode). Inline, the VNFs are sluice-gen's `--vnf-kind l3` then `l2` (DPDK
+  l3fwd's and l2fwd's behaviour); with `--vnf l3fwd,l2fwd` they are DPDK's own examples as
+  processes. Links and steering are loopback-2's: switches steer it as they steer loopback-2.
 - `pairs` N (NvsN): N sender/receiver pairs at once, each with its own two ports (v2v, p2p,
   p2v, v2p).
 - The v2v round trip (`rtt`, for `--latency fixed:RATE`): four vhost-user ports; the first
@@ -36,7 +41,13 @@ from sluice.bench.switches.base import Link, Topology
 
 MAX_CHAIN = 5
 MAX_PAIRS = 4          # sluice-gen serves up to 8 ports
-FAMILIES = ("v2v", "p2p", "p2v", "v2p", "loopback")
+FAMILIES = ("v2v", "p2p", "p2v", "v2p", "loopback", "chain")
+INLINE = "inline"
+# The mixed chain: its VNFs' inline kinds (sluice-gen --vnf-kind) and process kinds, in
+# chain order.
+MIXED = "chain-mixed"
+MIXED_INLINE = ("l3", "l2")
+MIXED_PROCESS = ("l3fwd", "l2fwd")
 
 
 @dataclass(frozen=True)
@@ -48,19 +59,44 @@ class Scenario:
     direction: str = "uni"
     pairs: int = 1
     rtt: bool = False
-    vnf_kind: str = "inline"       # who serves loopback's VNFs: inline, l2fwd, l3fwd, ...
+    vnf_kind: str = INLINE         # who serves the VNFs: inline, l2fwd, l3fwd, l3fwd,l2fwd...
 
     @property
     def family(self) -> str:
-        """v2v, p2p or loopback."""
+        """v2v, p2p, p2v, v2p, loopback or chain."""
         return self.name.split("-")[0]
 
     @property
     def chain(self) -> int:
-        """The number of VNFs (0 outside loopback)."""
+        """The number of VNFs (0 outside loopback and the mixed chain)."""
         if self.family == "loopback":
             return int(self.name.split("-")[1])
+        if self.name == MIXED:
+            return len(MIXED_INLINE)
         return 1 if self.rtt else 0
+
+    @property
+    def steer_as(self) -> str:
+        """The scenario whose steering a switch applies: loopback-N for a chain of N."""
+        return f"loopback-{self.chain}" if self.family == "chain" else self.name
+
+    @property
+    def process_vnfs(self) -> bool:
+        """Whether the VNFs are processes of their own (not sluice-gen's inline ones)."""
+        return self.chain > 0 and self.vnf_kind != INLINE
+
+    @property
+    def inline_kinds(self) -> tuple[str, ...]:
+        """sluice-gen's --vnf-kind of each inline VNF, in chain order."""
+        return MIXED_INLINE if self.name == MIXED else ("l2",) * self.chain
+
+    @property
+    def process_kinds(self) -> tuple[str, ...]:
+        """The process kind of each VNF, in chain order (() for inline VNFs)."""
+        if not self.process_vnfs:
+            return ()
+        kinds = tuple(self.vnf_kind.split(","))
+        return kinds if len(kinds) == self.chain else kinds[:1] * self.chain
 
     @property
     def kernel_path(self) -> bool:
@@ -70,7 +106,10 @@ class Scenario:
     @property
     def vnf(self) -> str:
         """The VNF kind of the rows: the chosen kind for loopback (inline for the round
-        trip), '' otherwise."""
+        trip); for the mixed chain the kinds in order, 'inline:l3,l2' or 'l3fwd,l2fwd'; ''
+        without VNFs."""
+        if self.name == MIXED:
+            return self.vnf_kind if self.process_vnfs else f"{INLINE}:{','.join(MIXED_INLINE)}"
         return self.vnf_kind if self.chain else ""
 
     def label(self) -> str:
@@ -85,22 +124,39 @@ class Scenario:
         return 2 * self.pairs
 
 
+def check_vnf(name: str, vnf: str) -> None:
+    """ValueError unless VNF (one kind, or kinds in chain order) can serve scenario NAME:
+    a list of kinds is the mixed chain's process variant, and the mixed chain takes that or
+    inline."""
+    mixed = ",".join(MIXED_PROCESS)
+    if name == MIXED and vnf not in (INLINE, mixed):
+        raise ValueError(f"{MIXED} is an L3 VNF then an L2 VNF: --vnf {INLINE} (sluice-gen's "
+                         f"--vnf-kind l3,l2) or {mixed} (DPDK's examples as processes), not "
+                         f"{vnf!r}")
+    if name != MIXED and "," in vnf:
+        raise ValueError(f"--vnf {vnf}: a list of VNF kinds is for {MIXED} only")
+
+
 def parse(name: str, phy: str, direction: str, pairs: int = 1,
-          vnf: str = "inline") -> Scenario:
+          vnf: str = INLINE) -> Scenario:
     """A Scenario from the command line's words; ValueError for anything unknown. VNF is
-    the kind of loopback's VNFs (vnfs.KINDS)."""
-    m = re.fullmatch(r"v2v|p2p|p2v|v2p|loopback-([1-9])", name)
+    the kind of loopback's VNFs (vnfs.KINDS), or the mixed chain's (inline or
+    l3fwd,l2fwd)."""
+    m = re.fullmatch(r"v2v|p2p|p2v|v2p|loopback-([1-9])|(chain-mixed)", name)
     if m is None or (m.group(1) and int(m.group(1)) > MAX_CHAIN):
-        raise ValueError(f"unknown scenario {name!r}: v2v, p2p, p2v, v2p or "
-                         f"loopback-1..{MAX_CHAIN}")
+        raise ValueError(f"unknown scenario {name!r}: v2v, p2p, p2v, v2p, "
+                         f"loopback-1..{MAX_CHAIN} or {MIXED}")
+    chain = bool(m.group(1) or m.group(2))
+    if chain:
+        check_vnf(name, vnf)
     if phy not in ("memif", "veth"):
         raise ValueError(f"unknown --phy {phy!r}: memif or veth")
     if direction not in ("uni", "bidir"):
         raise ValueError(f"unknown direction {direction!r}: uni or bidir")
-    if not 1 <= pairs <= MAX_PAIRS or (pairs > 1 and m.group(1)):
-        raise ValueError(f"--pairs {pairs}: 1..{MAX_PAIRS}, and 1 for loopback chains")
+    if not 1 <= pairs <= MAX_PAIRS or (pairs > 1 and chain):
+        raise ValueError(f"--pairs {pairs}: 1..{MAX_PAIRS}, and 1 for chains")
     return Scenario(name, "" if name == "v2v" else phy, direction, pairs,
-                    vnf_kind=vnf if m.group(1) else "inline")
+                    vnf_kind=vnf if chain else INLINE)
 
 
 def round_trip() -> Scenario:
@@ -121,7 +177,7 @@ def _phy_link(scn: Scenario, work: Path, tag: str, i: int) -> Link:
 
 def _end(scn: Scenario, work: Path, tag: str, i: int) -> Link:
     """The I-th generator-facing link: even ones send (uni), odd ones receive."""
-    virtual = {"v2v": scn.phy != "veth", "p2p": False, "loopback": False,
+    virtual = {"v2v": scn.phy != "veth", "p2p": False, "loopback": False, "chain": False,
                "p2v": i % 2 == 1, "v2p": i % 2 == 0}[scn.family]
     return _vhost(work, tag, f"p{i}") if virtual else _phy_link(scn, work, tag, i)
 

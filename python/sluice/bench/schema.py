@@ -35,9 +35,10 @@ class Row:
 
     switch: str
     mode: str
-    scenario: str                  # v2v, p2p, loopback-N
+    scenario: str                  # v2v, p2p, loopback-N, chain-mixed
     phy: str                       # memif, veth, or "" where no physical stand-in is used
-    vnf: str                       # inline, l2fwd, l3fwd, testpmd-mac; "" without VNFs
+    vnf: str                       # inline, l2fwd, l3fwd, testpmd-mac, inline:l3,l2 or
+    #                                l3fwd,l2fwd (chain-mixed); "" without VNFs
     size: int                      # frame bytes including the 4-byte FCS
     direction: str                 # uni or bidir
     trial: int

@@ -1,6 +1,7 @@
-"""Process VNFs for loopback-N (`--vnf l2fwd|l3fwd|testpmd-mac`): each VNF its own DPDK
-process, attached with virtio-user to the two vhost-user ports of the switch that the
-scenario made for it (links with role "vnf", two per VNF, in chain order), on its own CPU.
+"""Process VNFs for loopback-N (`--vnf l2fwd|l3fwd|testpmd-mac`) and the mixed chain
+(`--vnf l3fwd,l2fwd`: a kind per VNF, in chain order): each VNF its own DPDK process,
+attached with virtio-user to the two vhost-user ports of the switch that the scenario made
+for it (links with role "vnf", two per VNF, in chain order), on its own CPU.
 
 - `l2fwd`: DPDK's example, MAC updating on (its default): a frame leaving port P gets
   destination 02:00:00:00:00:0P and the port's own source MAC; sluice-gen's inline VNF does
@@ -43,9 +44,30 @@ L3FWD_RULES_V4 = "R10.128.0.0/9 1\nR10.0.0.0/9 0\n"
 L3FWD_RULES_V6 = "R2001:db8:1::/48 1\nR2001:db8::/48 0\n"   # l3fwd wants both files
 
 
+def parts(kind: str) -> list[str]:
+    """The kinds of KIND: 'l3fwd,l2fwd' (one per VNF, in chain order) or one for all."""
+    return kind.split(",")
+
+
+def kinds_along(kind: str, chain: int) -> list[str]:
+    """The kind of each of CHAIN VNFs: KIND's list, or its one kind CHAIN times."""
+    ks = parts(kind)
+    return ks if len(ks) == chain else ks[:1] * chain
+
+
 def is_process(kind: str) -> bool:
-    """Whether VNFs of KIND are processes of their own (not sluice-gen's inline ones)."""
-    return kind in PROCESS_KINDS
+    """Whether VNFs of KIND (or of every kind of a list) are processes of their own, not
+    sluice-gen's inline ones."""
+    return all(k in PROCESS_KINDS for k in parts(kind))
+
+
+def cli_kind(text: str) -> str:
+    """--vnf's value: one of KINDS, or process kinds in chain order (l3fwd,l2fwd); ValueError
+    for anything else (scenarios.check_vnf says which scenario takes a list)."""
+    if text in KINDS or (len(parts(text)) > 1 and is_process(text)):
+        return text
+    raise ValueError(f"--vnf {text!r}: one of {', '.join(KINDS)}, or process kinds in chain "
+                     f"order such as l3fwd,l2fwd")
 
 
 def port_mac(vnf: int, port: int) -> str:
@@ -55,7 +77,10 @@ def port_mac(vnf: int, port: int) -> str:
 
 
 def available(kind: str, repo: Path) -> str | None:
-    """None when VNFs of KIND can run here, else why not and how to get them."""
+    """None when VNFs of KIND (each of a list) can run here, else why not and how to get
+    them."""
+    if len(parts(kind)) > 1:
+        return next((w for k in parts(kind) if (w := available(k, repo))), None)
     if kind == "testpmd-mac":
         return None if which("dpdk-testpmd") else ("dpdk-testpmd is not installed: run "
                                                    "scripts/setup.sh (Debian package dpdk)")
@@ -66,7 +91,7 @@ def available(kind: str, repo: Path) -> str | None:
 
 def unsupported(kind: str, scn: Scenario) -> str | None:
     """None when VNFs of KIND can serve SCN, else why not."""
-    if kind == "l3fwd" and scn.direction == "bidir":
+    if "l3fwd" in parts(kind) and scn.direction == "bidir":
         return ("l3fwd routes by destination address, and both of sluice-gen's directions "
                 "carry the same addresses: one way (uni) only")
     return None
@@ -81,8 +106,9 @@ def planned_pollers(kind: str, chain: int, cpus: Sequence[int], owner: str = "")
     """The busy pollers CHAIN VNFs of KIND add (one forwarding lcore each)."""
     if not is_process(kind):
         return []
-    return [Poller(f"{kind} VNF {k + 1}{' of ' + owner if owner else ''}", cpu)
-            for k, cpu in enumerate(cpus_for(chain, cpus))]
+    return [Poller(f"{k} VNF {i + 1}{' of ' + owner if owner else ''}", cpu)
+            for i, (k, cpu) in enumerate(zip(kinds_along(kind, chain), cpus_for(chain, cpus),
+                                             strict=True))]
 
 
 class Vnf:
@@ -153,7 +179,8 @@ class Vnf:
 
 
 class VnfSet:
-    """The VNF processes of one switch in one loopback scenario."""
+    """The VNF processes of one switch in one chain scenario (KIND: one kind for every VNF,
+    or one per VNF in chain order)."""
 
     def __init__(self, kind: str, owner: str, cpus: Sequence[int]) -> None:
         self.kind = kind
@@ -171,9 +198,10 @@ class VnfSet:
                              f"and {sw.name} gives its VNFs {links[0].kind} ports: use "
                              "--vnf inline")
         chain = len(links) // 2
+        kinds = kinds_along(self.kind, chain)
         try:
             for k, cpu in enumerate(cpus_for(chain, self.cpus)):
-                v = Vnf(self.kind, k, (links[2 * k], links[2 * k + 1]), cpu, sw.vhost_server,
+                v = Vnf(kinds[k], k, (links[2 * k], links[2 * k + 1]), cpu, sw.vhost_server,
                         sw.ctx.repo, sw.ctx.work, f"{sw.ctx.tag}v{k + 1}")
                 self.vnfs.append(v)
                 v.start()
@@ -187,7 +215,8 @@ class VnfSet:
 
     def pollers(self) -> list[Poller]:
         """The VNFs' busy pollers, for the CPU-arrangement rule."""
-        return planned_pollers(self.kind, len(self.vnfs), self.cpus, self.owner)
+        return planned_pollers(",".join(v.kind for v in self.vnfs), len(self.vnfs), self.cpus,
+                               self.owner) if self.vnfs else []
 
     def stop(self) -> None:
         """Stops every VNF (idempotent)."""
@@ -196,7 +225,9 @@ class VnfSet:
 
 
 def version(kind: str) -> str:
-    """What runs as VNF KIND, for the manifest."""
+    """What runs as VNF KIND (each of a list, joined by '; '), for the manifest."""
+    if len(parts(kind)) > 1:
+        return "; ".join(version(k) for k in dict.fromkeys(parts(kind)))
     if kind == "testpmd-mac":
         r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "dpdk"],
                            capture_output=True, text=True, timeout=20)
