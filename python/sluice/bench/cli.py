@@ -365,6 +365,9 @@ def make_parser() -> argparse.ArgumentParser:
                                "  flows         distinct flows (1..1000000)\n"
                                "  pairs         NvsN sender/receiver pairs (1..4)\n"
                                "  chain         loopback-N chain length (1..5)\n"
+                               "  fanout        destinations a broadcast is flooded to "
+                               "(1..16): one sender, N sink ports (replaces --scenario; "
+                               "flooding modes only: sluice:learn, ovs-dpdk:normal, vpp:learn)\n"
                                "example:\n"
                                "  sluice-bench sweep --param switch-burst --values 1,4,16,64,256"
                                " --switch sluice:patch,testpmd --scenario v2v --sizes 64\n")

@@ -39,15 +39,16 @@ def has_inline_vnfs(gen: Path) -> bool:
 
 
 def port_args(sw: Switch, inline_vnfs: bool = True) -> list[str]:
-    """--port for the switch's phy links, --vnf-in/--vnf-out for its VNFs, which rewrite
-    the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P).
-    Without INLINE_VNFS the VNFs are processes of their own (vnfs.py): phy ports only."""
+    """--port for the switch's phy links, --sink-port for its fan-out sinks, --vnf-in/--vnf-out
+    for its VNFs, which rewrite the destination MAC as DPDK's l2fwd does (sluice-gen's
+    default: 02:00:00:00:00:0P). Without INLINE_VNFS the VNFs are processes of their own
+    (vnfs.py): phy ports only."""
     assert sw.topology is not None
     args: list[str] = []
     vnf_links = [link for link in sw.topology.links if link.role == "vnf" and inline_vnfs]
     for link in sw.topology.links:
-        if link.role == "phy":
-            args += ["--port", sw.gen_spec(link)]
+        if link.role in ("phy", "sink"):
+            args += ["--port" if link.role == "phy" else "--sink-port", sw.gen_spec(link)]
     for k in range(0, len(vnf_links), 2):
         args += ["--vnf-in", sw.gen_spec(vnf_links[k]), "--vnf-out",
                  sw.gen_spec(vnf_links[k + 1])]
@@ -67,11 +68,29 @@ class GenResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def has_sink_ports(gen: Path) -> bool:
+    """Whether this sluice-gen has receive-only fan-out ports (--sink-port)."""
+    return gen.exists() and "--sink-port" in help_text(gen)
+
+
+def sink_rates(obj: dict[str, Any], before: tuple[float, list[int]]) -> tuple[float, ...]:
+    """Each sink port's received rate over one per-second record OBJ (sluice-gen counts
+    copies per --sink-port so far); BEFORE is the previous record's (t, counts)."""
+    counts = [int(n) for n in obj.get("sink_rx_packets", [])]
+    t0, last = before
+    dt = float(obj["t"]) - t0
+    if not counts or dt <= 0:
+        return ()
+    last = last or [0] * len(counts)
+    return tuple((n - p) / dt for n, p in zip(counts, last, strict=True))
+
+
 def parse_lines(text: str) -> tuple[list[Sample], list[dict[str, Any]], dict[str, Any]]:
     """Per-second samples, window records and the summary from --json output."""
     samples: list[Sample] = []
     windows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
+    before: tuple[float, list[int]] = (0.0, [])
     for line in text.splitlines():
         if not line.startswith("{"):
             continue
@@ -81,8 +100,10 @@ def parse_lines(text: str) -> tuple[list[Sample], list[dict[str, Any]], dict[str
         elif "tx_packets" in obj and "streams" in obj:
             summary = obj
         elif "monotonic_s" in obj:
+            sinks = sink_rates(obj, before)
+            before = (float(obj["t"]), [int(n) for n in obj.get("sink_rx_packets", [])])
             samples.append(Sample(float(obj["t"]), float(obj["monotonic_s"]),
-                                  float(obj["tx_pps"]), float(obj["rx_pps"])))
+                                  float(obj["tx_pps"]), float(obj["rx_pps"]), sinks))
     return samples, windows, summary
 
 

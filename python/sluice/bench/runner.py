@@ -40,7 +40,13 @@ from sluice.bench.plan import (
     pick_baseline,
     trials_for,
 )
-from sluice.bench.scenarios import Namespaces, Scenario, round_trip, topology
+from sluice.bench.scenarios import (
+    FANOUT_DST_MAC,
+    Namespaces,
+    Scenario,
+    round_trip,
+    topology,
+)
 from sluice.bench.schema import Row, append_rows
 from sluice.bench.stats import IMIX, Sample, gen_size, loss_fraction, r_plus, row_size, trim
 from sluice.bench.switches import ADAPTERS, Context, Switch
@@ -221,6 +227,10 @@ class Runner:
                 self.skip("*", unit, "this sluice-gen has no --vnf-in (inline VNFs come with "
                           "the gen-vnf branch)")
                 continue
+            if unit.family == "fanout" and not gen.has_sink_ports(self.gen):
+                self.skip("*", unit, "this sluice-gen has no --sink-port (fan-out sinks "
+                          "come with the fanout branch)")
+                continue
             if unit.chain and vnfs.is_process(unit.vnf):
                 why = vnfs.available(unit.vnf, self.s.repo) or vnfs.unsupported(unit.vnf, unit)
                 if why:
@@ -383,6 +393,8 @@ class Runner:
                "--out", str(out), *(extra or ("--rate", "max")), *self.s.gen_extra]
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
+        if spec.scenario.family == "fanout":
+            cmd += ["--dst-mac", FANOUT_DST_MAC]
         for sw in sws:
             cmd += gen.port_args(sw, inline_vnfs=not vnfs.is_process(spec.scenario.vnf))
         if spec.method == "alternating":
@@ -597,11 +609,13 @@ class Runner:
         for lab, samples in sorted(groups.items()):
             tx = sum(s.tx_pps for s in samples)
             rx = sum(s.rx_pps for s in samples)
+            copies = max(spec.scenario.sinks, 1)   # a fan-out's frame should arrive N times
             rows.append(self.base_row(
                 spec, sw, key, common, placement=lab, rx_pps=r_plus(samples),
-                tx_pps=tx / len(samples), loss=loss_fraction(tx, rx),
+                tx_pps=tx / len(samples), loss=loss_fraction(copies * tx, rx),
                 rx_pps_median=sorted(s.rx_pps for s in samples)[len(samples) // 2],
-                samples=len(samples), counted_s=float(len(samples))))
+                samples=len(samples), counted_s=float(len(samples)),
+                **fanout_fields(spec.scenario, samples)))
         return rows
 
     # -- more trials until enough ran near ----------------------------------------------
@@ -784,6 +798,20 @@ class Runner:
         m["near_trials"] = self.near_report
         m["sluice_gen"] = str(self.gen)
         manifest.write(self.s.out / "manifest.json", m)
+
+
+def fanout_fields(scn: Scenario, samples: Sequence[Sample]) -> dict[str, Any]:
+    """A fan-out row's own fields from its SAMPLES: the destinations, the share of the
+    copies that arrived, each sink's mean rate ({} outside fanout)."""
+    if scn.family != "fanout" or not samples:
+        return {}
+    tx = sum(s.tx_pps for s in samples)
+    rx = sum(s.rx_pps for s in samples)
+    per = [s.sink_rx_pps for s in samples if len(s.sink_rx_pps) == scn.sinks]
+    return {"fanout": scn.sinks,
+            "delivered_fraction": min(1.0, rx / (scn.sinks * tx)) if tx > 0 else 0.0,
+            "sink_rx_pps": ([round(statistics.fmean(col), 1) for col in zip(*per, strict=True)]
+                            if per else [])}
 
 
 def kw_tags(kw: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,10 @@ the report draws a curve per switch against the value.
   batching curve); other switches run with their own;
 - flows: distinct flows, sluice-gen --flows varying IPs and ports (flow caches);
 - pairs: NvsN sender/receiver pairs (the container study's 1vs1..4vs4);
-- chain: loopback-N for N in the values (the seven-switch comparison's chains).
+- chain: loopback-N for N in the values (the seven-switch comparison's chains);
+- fanout: one sender's broadcast flooded to N sinks, for N in the values (VALE's forwarding
+  rate against the number of destinations); it replaces the run's scenarios, and switches
+  whose mode cannot flood decline it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from sluice.bench import scenarios
 from sluice.bench.runner import Settings
 from sluice.bench.schema import Row
 
-PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "pairs", "chain")
+PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "pairs", "chain", "fanout")
 
 
 def check_values(param: str, values: Sequence[str]) -> None:
@@ -38,7 +41,8 @@ def check_values(param: str, values: Sequence[str]) -> None:
     if not values:
         raise ValueError("--values is empty")
     limits = {"burst": (1, 512), "switch-burst": (1, 256), "flows": (1, 1_000_000),
-              "pairs": (1, scenarios.MAX_PAIRS), "chain": (1, scenarios.MAX_CHAIN)}
+              "pairs": (1, scenarios.MAX_PAIRS), "chain": (1, scenarios.MAX_CHAIN),
+              "fanout": (1, scenarios.MAX_FANOUT)}
     if param in limits:
         lo, hi = limits[param]
         for v in values:
@@ -74,6 +78,9 @@ def settings_for(base: Settings, param: str, value: str, rate: Callable[[str], f
     if param == "pairs":
         return dataclasses.replace(s, units=_units(s, lambda scn: dataclasses.replace(
             scn, pairs=int(value))))
+    if param == "fanout":
+        sizes = s.units[0][1] if s.units else (64,)
+        return dataclasses.replace(s, units=((scenarios.fanout(int(value)), sizes),))
     assert param == "chain"
     phys = sorted({scn.phy or "memif" for scn, _ in s.units}) or ["memif"]
     sizes = s.units[0][1] if s.units else (64,)

@@ -27,6 +27,7 @@ class OvsDpdk(Switch):
 
     name = "ovs-dpdk"
     modes = ("normal", "flows")
+    flooding_modes = ("normal",)
     vhost_server = False
 
     def __init__(self, ctx: Context, mode: str) -> None:

@@ -29,6 +29,7 @@ class Sluice(Switch):
 
     name = "sluice"
     modes = ("patch", "learn")
+    flooding_modes = ("learn",)
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)

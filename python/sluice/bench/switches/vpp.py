@@ -219,6 +219,7 @@ class Vpp(Switch):
 
     name = "vpp"
     modes = ("learn", "xconnect")
+    flooding_modes = ("learn",)
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
