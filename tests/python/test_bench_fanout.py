@@ -3,6 +3,7 @@ sluice-gen's command line, the rows and the report's curves."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,17 +73,18 @@ def test_sweep_values_become_fanout_scenarios_with_the_runs_sizes(tmp_path: Path
 
 def test_only_flooding_modes_fan_out_the_others_say_why(tmp_path: Path) -> None:
     for key in ("sluice:learn", "ovs-dpdk:normal", "vpp:learn"):
-        assert adapter(tmp_path, key).unsupported("fanout", "") is None, key
-    reasons = {key: adapter(tmp_path, key).unsupported("fanout", "")
+        assert adapter(tmp_path, key).unsupported("fanout-2", "") is None, key
+    assert adapter(tmp_path, "linux-bridge:learn").unsupported("fanout-2", "veth") is None
+    reasons = {key: adapter(tmp_path, key).unsupported("fanout-2", "")
                for key in ("sluice:patch", "ovs-dpdk:flows", "vpp:xconnect", "testpmd:io",
-                           "basicfwd:fwd", "linux-bridge:learn", "ovs-netdev:normal")}
+                           "basicfwd:fwd", "ovs-netdev:normal")}
     assert all(reasons.values()), reasons
     assert "does not flood" in str(reasons["sluice:patch"])
     assert "learn" in str(reasons["sluice:patch"])
     assert "normal" in str(reasons["ovs-dpdk:flows"])
     assert "cannot fan out" in str(reasons["testpmd:io"])
     assert "its pair only" in str(reasons["basicfwd:fwd"])
-    assert "veths" in str(reasons["linux-bridge:learn"])
+    assert "not tried" in str(reasons["ovs-netdev:normal"])
     # Other scenarios are unaffected.
     assert adapter(tmp_path, "testpmd:io").unsupported("v2v", "") is None
 
@@ -203,3 +205,38 @@ def test_report_draws_copies_and_frames_against_n(tmp_path: Path) -> None:
     assert report_sweep._panels("fanout", ["throughput"]) == [
         ("throughput", "rx_mpps", "copies received (Mpps)"),
         ("throughput", "tx_mpps", "frames sent (Mpps)")]
+
+
+def test_switches_without_vhost_user_fan_out_over_veth_pairs(tmp_path: Path) -> None:
+    from sluice.bench.runner import v2v_split
+    scn = fanout(3)
+    units = v2v_split(scn, ["sluice:learn", "linux-bridge:learn"])
+    assert units == [(scn, ["sluice:learn"]),
+                     (dataclasses.replace(scn, phy="veth"), ["linux-bridge:learn"])]
+    veth = units[1][0]
+    assert veth.kernel_path and veth.label() == "fanout-3/veth (1 sender, 3 sinks)"
+    topo = topology(veth, tmp_path, "sb12345a", "sb12345a-sw")
+    assert [(lk.name, lk.kind, lk.role) for lk in topo.links] == [
+        ("p0", "veth", "phy"), ("k0", "veth", "sink"), ("k1", "veth", "sink"),
+        ("k2", "veth", "sink")]
+    assert all(len(lk.iface) <= 15 and len(lk.peer) <= 15 for lk in topo.links)
+    assert topo.netns == "sb12345a-sw" and topo.pairs == ()
+
+
+def test_linux_bridge_puts_every_fanout_port_in_one_bridge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sluice.bench.switches import linux_bridge
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(linux_bridge, "ip", lambda ns, *a: calls.append((ns, *a)))
+    lb = adapter(tmp_path, "linux-bridge:learn")
+    scn = dataclasses.replace(fanout(2), phy="veth")
+    topo = topology(scn, tmp_path, "t", "t-sw")
+    lb.start(topo)
+    masters = [c for c in calls if "master" in c]
+    assert [c[3] for c in masters] == ["tsp0", "tsk0", "tsk1"]
+    assert {c[5] for c in masters} == {"tbr0"} and lb.bridges == ["tbr0"]
+    lb.bridges.clear()      # nothing was made: stop() must not run ip for real
+    lb.stop()
+    assert gen.port_args(lb) == ["--port", "af_packet:iface=tgp0",
+                                 "--sink-port", "af_packet:iface=tgk0",
+                                 "--sink-port", "af_packet:iface=tgk1"]

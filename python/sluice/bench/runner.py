@@ -149,10 +149,10 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 def v2v_split(scn: Scenario, keys: Sequence[str]) -> list[tuple[Scenario, list[str]]]:
-    """SCN with the KEYS that run in it. In v2v, switches without vhost-user ports
-    (`veth_only`) run apart, over the containers' veth pairs (v2v/veth, kernel_path): their
-    rows are never compared with vhost-user ones."""
-    if scn.family != "v2v" or scn.phy:
+    """SCN with the KEYS that run in it. In v2v (and fanout), switches without vhost-user
+    ports (`veth_only`) run apart, over the containers' veth pairs (v2v/veth, fanout-N/veth,
+    kernel_path): their rows are never compared with vhost-user ones."""
+    if scn.family not in ("v2v", "fanout") or scn.phy:
         return [(scn, list(keys))]
     veth = [k for k in keys if ADAPTERS[split_key(k)[0]].veth_only]
     rest = [k for k in keys if k not in veth]

@@ -18,8 +18,9 @@
 - `pairs` N (NvsN): N sender/receiver pairs at once, each with its own two ports (v2v, p2p,
   p2v, v2p).
 - `fanout-N` (`sweep --param fanout`): one sender and N receive-only sinks, every port a
-  vhost-user port of the switch (the generator's ends virtio-user, as in v2v). The generator
-  sends broadcast frames, which a learning switch floods to the N sinks (`sluice-gen
+  vhost-user port of the switch (the generator's ends virtio-user, as in v2v); for switches
+  without vhost-user, `fanout-N/veth`: 1 + N veth pairs, as containers attach (kernel_path).
+  The generator sends broadcast frames, which a learning switch floods to the N sinks (`sluice-gen
   --sink-port`): VALE's forwarding rate against the number of destinations. Switches whose
   mode cannot flood (pairs, cross-connects) decline it.
 - The v2v round trip (`rtt`, for `--latency fixed:RATE`): four vhost-user ports; the first
@@ -85,7 +86,8 @@ class Scenario:
     def label(self) -> str:
         """A short name for logs and reports: p2p/memif uni."""
         if self.family == "fanout":
-            return f"{self.name} (1 sender, {self.sinks} sinks)"
+            veth = "/veth" if self.phy else ""
+            return f"{self.name}{veth} (1 sender, {self.sinks} sinks)"
         pairs = f" {self.pairs}vs{self.pairs}" if self.pairs > 1 else ""
         rtt = " round-trip" if self.rtt else ""
         return f"{self.name}{'/' + self.phy if self.phy else ''} {self.direction}{pairs}{rtt}"
@@ -156,7 +158,7 @@ def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
     """The links of one switch (TAG makes its names unique) in scenario SCN. VETH_VNFS: the
     VNFs' ports are veth pairs (switches without vhost-user, on the veth stand-in only)."""
     if scn.family == "fanout":
-        return fanout_topology(scn, work, tag)
+        return fanout_topology(scn, work, tag, netns)
     links: list[Link] = []
     for p in range(scn.pairs):
         links.append(_end(scn, work, tag, 2 * p))
@@ -169,9 +171,15 @@ def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
     return Topology(tuple(links), pairs, netns if veth else None)
 
 
-def fanout_topology(scn: Scenario, work: Path, tag: str) -> Topology:
-    """The sender's vhost-user link, then one per sink (role `sink`: sluice-gen
-    --sink-port). No pairs: only a switch that floods serves it, all ports in one bridge."""
+def fanout_topology(scn: Scenario, work: Path, tag: str, netns: str | None) -> Topology:
+    """The sender's link, then one per sink (role `sink`: sluice-gen --sink-port): vhost-user,
+    or veth pairs for fanout-N/veth (the switch's ends in NETNS). No pairs: only a switch
+    that floods serves it, all ports in one bridge."""
+    if scn.phy == "veth":
+        names = ["p0"] + [f"k{i}" for i in range(scn.sinks)]
+        veths = tuple(Link(n, "veth", iface=f"{tag}s{n}", peer=f"{tag}g{n}",
+                           role="phy" if n == "p0" else "sink") for n in names)
+        return Topology(veths, (), netns)
     links = (_vhost(work, tag, "p0"),
              *(_vhost(work, tag, f"s{i}", "sink") for i in range(scn.sinks)))
     return Topology(links, ())

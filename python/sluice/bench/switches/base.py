@@ -110,9 +110,6 @@ class Switch(ABC):
     def fanout_unsupported(self) -> str | None:
         """None when this mode floods a broadcast to every other port over vhost-user ports
         (the fanout scenario), else why not."""
-        if self.veth_only:
-            return (f"{self.name} has no vhost-user ports, and fanout over veths (one "
-                    "sender, N sinks in the generator's namespace) is not built yet")
         if self.mode not in self.flooding_modes:
             if self.flooding_modes:
                 return (f"{self.name} {self.mode} does not flood (fanout needs a mode that "
