@@ -240,3 +240,10 @@ def test_linux_bridge_puts_every_fanout_port_in_one_bridge(
     assert gen.port_args(lb) == ["--port", "af_packet:iface=tgp0",
                                  "--sink-port", "af_packet:iface=tgk0",
                                  "--sink-port", "af_packet:iface=tgk1"]
+
+
+def test_fanout_sweep_has_default_values_the_others_need_them() -> None:
+    assert sweep.default_values("fanout") == ["1", "2", "4", "8"]
+    with pytest.raises(ValueError, match="needs --values"):
+        sweep.default_values("chain")
+    assert cli.main(["sweep", "--param", "chain", "--dry-run"]) == 2

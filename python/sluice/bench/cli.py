@@ -372,7 +372,9 @@ def make_parser() -> argparse.ArgumentParser:
                                "  sluice-bench sweep --param switch-burst --values 1,4,16,64,256"
                                " --switch sluice:patch,testpmd --scenario v2v --sizes 64\n")
     sw.add_argument("--param", required=True, help="the parameter to sweep (see below)")
-    sw.add_argument("--values", required=True, type=csv, help="comma-separated values")
+    sw.add_argument("--values", type=csv,
+                    help="comma-separated values (default for fanout: 1,2,4,8; every other "
+                         "parameter needs them)")
     sw.add_argument("--switch", type=switch_keys, default=switch_keys("sluice:patch,testpmd"),
                     help="comma-separated switches as for run (default sluice:patch,testpmd)")
     sw.add_argument("--baseline", default="testpmd", help="as for run (default testpmd)")
@@ -567,6 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         s = settings(args, keys, baseline)
         if args.command == "sweep":
+            if args.values is None:
+                args.values = sweep.default_values(args.param)
             sweep.check_values(args.param, args.values)
             for v in args.values:
                 sweep.settings_for(s, args.param, v, rate, sizes)

@@ -32,6 +32,17 @@ from sluice.bench.runner import Settings
 from sluice.bench.schema import Row
 
 PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "pairs", "chain", "fanout")
+# The values a sweep takes without --values: a few minutes a run (fanout: 4 values, one
+# switch start and one trial per switch each).
+DEFAULT_VALUES: dict[str, tuple[str, ...]] = {"fanout": ("1", "2", "4", "8")}
+
+
+def default_values(param: str) -> list[str]:
+    """PARAM's values when --values is not given; ValueError for parameters without."""
+    if param not in DEFAULT_VALUES:
+        raise ValueError(f"--param {param} needs --values (defaults exist for "
+                         f"{', '.join(sorted(DEFAULT_VALUES))})")
+    return list(DEFAULT_VALUES[param])
 
 
 def check_values(param: str, values: Sequence[str]) -> None:
