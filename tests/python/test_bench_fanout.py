@@ -235,6 +235,7 @@ def test_linux_bridge_puts_every_fanout_port_in_one_bridge(
     masters = [c for c in calls if "master" in c]
     assert [c[3] for c in masters] == ["tsp0", "tsk0", "tsk1"]
     assert {c[5] for c in masters} == {"tbr0"} and lb.bridges == ["tbr0"]
+    assert "one bridge with every port" in lb.steering()
     lb.bridges.clear()      # nothing was made: stop() must not run ip for real
     lb.stop()
     assert gen.port_args(lb) == ["--port", "af_packet:iface=tgp0",

@@ -99,6 +99,10 @@ class LinuxBridge(Switch):
         return []
 
     def steering(self) -> str:
+        if self.topology is not None and not self.topology.pairs:
+            return ("Linux bridge: one bridge with every port (fanout): the sender's "
+                    "broadcasts flooded to every sink; ports: veth ends (the containers' veth "
+                    "pairs; the generator holds their ends with af_xdp or af_packet)")
         return ("Linux bridge: MAC learning; unknown destinations flooded to the other port; "
                 "one bridge per segment (loopback: phy-VNF1, VNF1-VNF2, ..., as container "
                 "networks chain VNFs). Ports: veth ends (v2v: the containers' veth pairs, as "
