@@ -40,9 +40,11 @@
 #include "vnf.h"
 
 #define GEN_MAX_PORTS 8
+#define GEN_MAX_SINK_PORTS 16      /* --sink-port: fan-out destinations */
 #define GEN_MAX_STREAMS 8
 #define NO_PORT UINT16_MAX          /* add_sender(): no receiving port of ours */
-#define GEN_MAX_PLANS (2 * GEN_MAX_PORTS + 2 * VNF_MAX)   /* reflect, port, vnf-in/out */
+/* reflect, port, vnf-in/out, sink-port */
+#define GEN_MAX_PLANS (2 * GEN_MAX_PORTS + 2 * VNF_MAX + GEN_MAX_SINK_PORTS)
 #define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
 #define GEN_BURST 32                /* receive bursts; and --burst's default */
 #define GEN_MAX_BURST 512           /* --burst */
@@ -58,6 +60,8 @@ struct opts {
 	unsigned int n_ports;
 	const char *reflect_specs[GEN_MAX_PORTS];   /* --reflect: extra ports that reflect */
 	unsigned int n_reflect;
+	const char *sink_specs[GEN_MAX_SINK_PORTS]; /* --sink-port: receive-only ports */
+	unsigned int n_sink_specs;
 	const char *vnf_in[VNF_MAX], *vnf_out[VNF_MAX];  /* --vnf-in, --vnf-out: paired in order */
 	unsigned int n_vnf_in, n_vnf_out, n_vnf_dst;
 	const char *vnf_dst_arg[VNF_MAX];           /* --vnf-dst-mac, one per pair in order */
@@ -114,6 +118,8 @@ struct gen {
 	uint16_t sink_ports[GEN_MAX_PORTS];
 	unsigned int n_sink_ports;
 	uint16_t reflect_ports[GEN_MAX_PORTS];
+	uint16_t fanout_ports[GEN_MAX_SINK_PORTS];  /* --sink-port, in order */
+	struct sink fanout[GEN_MAX_SINK_PORTS];     /* what each --sink-port received */
 	uint16_t vnf_ports[VNF_MAX][2];
 	struct vnf_set vnfs;
 	struct sink sinks[GEN_MAX_SINKS];
@@ -160,6 +166,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: sluice-gen --port SPEC [--port SPEC ...] [--vnf-in SPEC --vnf-out SPEC ...]\n"
+"                  [--sink-port SPEC ...]\n"
 "                  [options] [-- EAL options]\n"
 "\n"
 "Traffic generator and sink on DPDK, all roles in one poll loop on one CPU (docs/gen.md).\n"
@@ -173,6 +180,10 @@ static void usage(FILE *f)
 "  --bidir            txrx both ways (1 to 0 as well)\n"
 "  --reflect SPEC     a further port that reflects, served by the same loop as the\n"
 "                     role's ports (repeatable)\n"
+"  --sink-port SPEC   a receive-only port (repeatable, up to 16): fan-out. With one --port\n"
+"                     (txrx), every frame it sends should arrive once on each sink port\n"
+"                     (send to a MAC the switch floods: --dst-mac ff:ff:ff:ff:ff:ff);\n"
+"                     rx counts every copy, per sink too\n"
 "  --vnf-in SPEC      the in port of an inline VNF (DPDK l2fwd's behaviour), served by the\n"
 "  --vnf-out SPEC     same loop; repeatable, the k-th --vnf-in pairs with the k-th\n"
 "                     --vnf-out (up to 8 VNFs). In to out and out to in, MACs rewritten as\n"
@@ -331,7 +342,21 @@ static int check_specs(const struct opts *o)
 	return check_spec_list("port", o->specs, o->n_ports) != 0 ||
 	       check_spec_list("reflect", o->reflect_specs, o->n_reflect) != 0 ||
 	       check_spec_list("vnf-in", o->vnf_in, o->n_vnf_in) != 0 ||
-	       check_spec_list("vnf-out", o->vnf_out, o->n_vnf_out) != 0 ? -1 : 0;
+	       check_spec_list("vnf-out", o->vnf_out, o->n_vnf_out) != 0 ||
+	       check_spec_list("sink-port", o->sink_specs, o->n_sink_specs) != 0 ? -1 : 0;
+}
+
+/* --sink-port: one sending stream (txrx, one --port), whose copies the sinks count. */
+static int check_fanout(const struct opts *o)
+{
+	if (o->n_sink_specs == 0)
+		return 0;
+	if (o->role != ROLE_TXRX || o->n_ports != 1 || o->bidir)
+		return bad("sink-port", "needs --role txrx with exactly one --port (the sender), "
+			   "not --bidir");
+	if (o->alternate[0])
+		return bad("sink-port", "cannot be used with --alternate");
+	return 0;
 }
 
 static int check_options(struct opts *o)
@@ -368,6 +393,8 @@ static int check_options(struct opts *o)
 		return bad("alternate", "needs --role txrx with exactly two pairs, not --bidir");
 	if (o->settle >= o->window)
 		return bad("settle", "must be shorter than --window");
+	if (check_fanout(o) != 0)
+		return -1;
 	if (o->alternate[0] && (o->alternate[0] == o->alternate[1] ||
 				kill(o->alternate[0], 0) != 0 || kill(o->alternate[1], 0) != 0))
 		return bad("alternate", "two different processes this user may signal");
@@ -434,6 +461,11 @@ static int parse_one(struct opts *o, int c, const char *v)
 			return bad("reflect", "at most 8 ports");
 		o->reflect_specs[o->n_reflect++] = v;
 		return 0;
+	case 'Y':
+		if (o->n_sink_specs == GEN_MAX_SINK_PORTS)
+			return bad("sink-port", "at most 16 sink ports");
+		o->sink_specs[o->n_sink_specs++] = v;
+		return 0;
 	case 'I':
 	case 'O':
 		return add_vnf_port(c == 'I' ? "vnf-in" : "vnf-out",
@@ -489,6 +521,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 	static const struct option lo[] = {
 		{ "port", 1, NULL, 'p' }, { "role", 1, NULL, 'r' }, { "size", 1, NULL, 's' },
 		{ "reflect", 1, NULL, 'X' }, { "vnf-in", 1, NULL, 'I' },
+		{ "sink-port", 1, NULL, 'Y' },
 		{ "vnf-out", 1, NULL, 'O' }, { "vnf-dst-mac", 1, NULL, 'M' },
 		{ "vnf-kind", 1, NULL, 'K' },
 		{ "dst-mac", 1, NULL, 'D' }, { "load", 1, NULL, 'G' }, { "burst", 1, NULL, 'B' },
@@ -677,7 +710,8 @@ static void plan_streams(struct gen *g)
 	case ROLE_TXRX:
 		if (o->n_ports == 1) {
 			add_sender(g, g->ports[0], NO_PORT);
-			add_sink_port(g, g->ports[0]);
+			if (o->n_sink_specs == 0)        /* a round trip; else a fan-out */
+				add_sink_port(g, g->ports[0]);
 			break;
 		}
 		for (i = 0; i < o->n_ports; i += 2) {
@@ -880,6 +914,39 @@ static void track_sequence(struct sink *k, uint32_t seq32)
 	}
 }
 
+/* M's payload, or NULL (counted as foreign) when M is not one of our frames. */
+static const struct traffic_payload *our_payload(struct gen *g, const struct rte_mbuf *m)
+{
+	const struct traffic_payload *pl;
+
+	if (m->data_len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
+		g->foreign++;
+		return NULL;
+	}
+	pl = rte_pktmbuf_mtod_offset(m, const struct traffic_payload *, TRAFFIC_HDR_LEN);
+	if (pl->magic != TRAFFIC_MAGIC) {
+		g->foreign++;
+		return NULL;
+	}
+	return pl;
+}
+
+/* One arrival of frame M (payload PL) at K: sequence, and in the interval bytes and latency. */
+static void count_arrival(struct gen *g, struct sink *k, const struct traffic_payload *pl,
+			  const struct rte_mbuf *m, uint64_t now_tsc)
+{
+	k->rx_packets++;
+	track_sequence(k, pl->seq);
+	if (pl->flags & TRAFFIC_MEASURED) {
+		k->rx_measured++;
+		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
+		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
+		if (now_tsc > pl->tsc)
+			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
+							    g->ns_per_tsc));
+	}
+}
+
 static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
 {
 	const struct traffic_payload *pl;
@@ -938,6 +1005,36 @@ static uint16_t sink_burst(struct gen *g, uint16_t port)
 		touch_frames(g, m, n);
 	for (i = 0; i < n; i++)
 		sink_frame(g, m[i], tsc);
+	rte_pktmbuf_free_bulk(m, n);
+	return n;
+}
+
+/*
+ * A --sink-port's burst. Each sink port has its own sequence bookkeeping, since every one
+ * of them receives the same frames (a flood's copies): loss, duplicates and reordering are
+ * per sink. Frames of any stream but 0, the one sender, are foreign here.
+ */
+static uint16_t fanout_burst(struct gen *g, unsigned int sink)
+{
+	struct rte_mbuf *m[GEN_BURST];
+	uint16_t n = rte_eth_rx_burst(g->fanout_ports[sink], 0, m, GEN_BURST), i;
+	const struct traffic_payload *pl;
+	uint64_t tsc;
+
+	if (n == 0)
+		return 0;
+	tsc = rte_rdtsc();
+	if (g->o.touch)
+		touch_frames(g, m, n);
+	for (i = 0; i < n; i++) {
+		pl = our_payload(g, m[i]);
+		if (pl == NULL)
+			continue;
+		if (pl->stream != 0)
+			g->foreign++;
+		else
+			count_arrival(g, &g->fanout[sink], pl, m[i], tsc);
+	}
 	rte_pktmbuf_free_bulk(m, n);
 	return n;
 }
@@ -1005,6 +1102,9 @@ static uint64_t sum_sinks(const struct gen *g, size_t offset)
 
 	for (i = 0; i < GEN_MAX_SINKS; i++)
 		n += *(const uint64_t *)((const char *)&g->sinks[i] + offset);
+	/* --sink-port: every copy a sink port received counts (rx is copies in a fan-out). */
+	for (i = 0; i < g->o.n_sink_specs; i++)
+		n += *(const uint64_t *)((const char *)&g->fanout[i] + offset);
 	return n;
 }
 
@@ -1034,6 +1134,8 @@ static void print_vnf_counts(const struct gen *g)
 	json_decref(a);
 }
 
+static void print_fanout_counts(const struct gen *g);
+
 static void print_second(const struct gen *g, struct second *last, double t)
 {
 	struct second now = { t, TX_ALL(g), RX_ALL(g), g->passes, g->idle_passes, OFFERED_ALL(g) };
@@ -1055,6 +1157,7 @@ static void print_second(const struct gen *g, struct second *last, double t)
 		       offered_pps, tx_pps, sum_senders(g, offsetof(struct sender, all.not_accepted)),
 		       sum_senders(g, offsetof(struct sender, all.retried)));
 		print_vnf_counts(g);
+		print_fanout_counts(g);
 		printf("}\n");
 	} else {
 		printf("%7.1f s  tx %11.0f pps  rx %11.0f pps  gaps %10" PRIu64 "  idle %5.1f %%\n",
@@ -1075,6 +1178,8 @@ static uint64_t receive_pass(struct gen *g, uint64_t tsc)
 						  : sink_burst(g, g->sink_ports[i]);
 	for (i = 0; i < g->o.n_reflect; i++)
 		work += reflect_burst(g, g->reflect_ports[i]);
+	for (i = 0; i < g->o.n_sink_specs; i++)
+		work += fanout_burst(g, i);
 	return work;
 }
 
@@ -1089,7 +1194,8 @@ static void drain_senders(struct gen *g)
 	unsigned int i;
 	uint16_t n;
 
-	if (g->o.role != ROLE_TXRX || g->o.bidir || g->o.n_ports < 2)
+	if (g->o.role != ROLE_TXRX || g->o.bidir ||
+	    (g->o.n_ports < 2 && g->o.n_sink_specs == 0))
 		return;
 	for (i = 0; i < g->n_senders; i++) {
 		n = rte_eth_rx_burst(g->senders[i].tx, 0, m, GEN_BURST);
@@ -1192,15 +1298,30 @@ static json_t *latency_json(const struct hist *h)
  * Loss of a stream generated here is exact: what was sent in the measured interval less what
  * arrived of it. Of a stream from elsewhere (role rx) only sequence gaps can tell.
  */
+static uint64_t fanout_lost(const struct gen *g);
+
 static uint64_t stream_lost(const struct gen *g, unsigned int id)
 {
 	const struct sink *k = &g->sinks[id];
 	uint64_t got;
 
+	if (g->o.n_sink_specs > 0 && id == 0)
+		return fanout_lost(g);
 	if ((g->o.role != ROLE_TXRX && g->o.role != ROLE_PING) || id >= g->n_senders)
 		return k->gap_lost;
 	got = k->rx_measured - RTE_MIN(k->rx_measured, k->duplicated);
 	return g->senders[id].measured.accepted > got ? g->senders[id].measured.accepted - got : 0;
+}
+
+/* Frames of stream ID received in the interval (in a fan-out: every sink's copies). */
+static uint64_t stream_rx(const struct gen *g, unsigned int id)
+{
+	uint64_t n = g->sinks[id].rx_measured;
+	unsigned int i;
+
+	for (i = 0; id == 0 && i < g->o.n_sink_specs; i++)
+		n += g->fanout[i].rx_measured;
+	return n;
 }
 
 static json_t *streams_json(const struct gen *g, uint64_t *lost)
@@ -1219,7 +1340,7 @@ static json_t *streams_json(const struct gen *g, uint64_t *lost)
 		*lost += l;
 		json_array_append_new(a, json_pack("{si sI sI sI sI sI sI sI sI}", "stream", i,
 			"tx_packets", (json_int_t)(s ? s->measured.accepted : 0),
-			"rx_packets", (json_int_t)k->rx_measured, "lost", (json_int_t)l,
+			"rx_packets", (json_int_t)stream_rx(g, i), "lost", (json_int_t)l,
 			"duplicated", (json_int_t)k->duplicated, "reordered", (json_int_t)k->reordered,
 			"offered", (json_int_t)(s ? s->measured.offered : 0),
 			"not_accepted", (json_int_t)(s ? s->measured.not_accepted : 0),
@@ -1261,6 +1382,7 @@ static json_t *options_json(const struct opts *o)
 	json_object_set_new(r, "load", json_string(o->load_arg ? o->load_arg : "default"));
 	json_object_set_new(r, "burst", json_integer(o->burst));
 	json_object_set_new(r, "touch", json_boolean(o->touch));
+	json_object_set_new(r, "sink_ports", strings_json(o->sink_specs, o->n_sink_specs));
 	return r;
 }
 
@@ -1404,6 +1526,97 @@ static void set_role_fields(json_t *r, const struct gen *g)
 	}
 }
 
+/* ---- fan-out (--sink-port) ---- */
+
+/* Frames of the sender's measured interval that sink K received (duplicates aside). */
+static uint64_t fanout_got(const struct sink *k)
+{
+	return k->rx_measured - RTE_MIN(k->rx_measured, k->duplicated);
+}
+
+/* Copies sink K lacks: each sink should receive every frame sent in the interval once. */
+static uint64_t fanout_sink_lost(const struct gen *g, const struct sink *k)
+{
+	uint64_t tx = g->senders[0].measured.accepted, got = fanout_got(k);
+
+	return tx > got ? tx - got : 0;
+}
+
+/* Copies lost over every sink port: N x frames sent less the copies that arrived. */
+static uint64_t fanout_lost(const struct gen *g)
+{
+	uint64_t lost = 0;
+	unsigned int i;
+
+	for (i = 0; i < g->o.n_sink_specs; i++)
+		lost += fanout_sink_lost(g, &g->fanout[i]);
+	return lost;
+}
+
+static double fraction(uint64_t part, uint64_t whole)
+{
+	return whole > 0 ? (double)part / (double)whole : 0.0;
+}
+
+/*
+ * In a fan-out lost_in_flight counts copies, so its share is of the copies the offered
+ * frames should have made (N x offered); not_accepted stays a share of the frames offered,
+ * and the two still add up to loss_fraction.
+ */
+static void fanout_figures(const struct gen *g, struct load_figures *f)
+{
+	uint64_t offered = sum_senders(g, offsetof(struct sender, measured.offered));
+
+	f->lost_in_flight_fraction = fraction(f->lost_in_flight, g->o.n_sink_specs * offered);
+	f->loss_fraction = f->not_accepted_fraction + f->lost_in_flight_fraction;
+}
+
+static json_t *fanout_sink_json(const struct gen *g, unsigned int i, double measured)
+{
+	const struct sink *k = &g->fanout[i];
+
+	return json_pack("{ss sI sf sI sI sI sf}", "port", g->o.sink_specs[i],
+		"rx_packets", (json_int_t)k->rx_measured, "rx_pps", (double)k->rx_measured / measured,
+		"lost", (json_int_t)fanout_sink_lost(g, k),
+		"duplicated", (json_int_t)k->duplicated, "reordered", (json_int_t)k->reordered,
+		"delivered_fraction", fraction(fanout_got(k), g->senders[0].measured.accepted));
+}
+
+/*
+ * The fan-out summary: N sinks, the frames sent and the copies they should have made, the
+ * copies that arrived (rx, duplicates aside: delivered), their rates, and each sink's own.
+ */
+static json_t *fanout_json(const struct gen *g, double measured)
+{
+	uint64_t tx = g->senders[0].measured.accepted, rx = 0, got = 0;
+	unsigned int n = g->o.n_sink_specs, i;
+	json_t *per = json_array();
+
+	for (i = 0; i < n; i++) {
+		rx += g->fanout[i].rx_measured;
+		got += fanout_got(&g->fanout[i]);
+		json_array_append_new(per, fanout_sink_json(g, i, measured));
+	}
+	return json_pack("{si sI sI sI sI sf sf sf so}", "sinks", (int)n,
+		"tx_packets", (json_int_t)tx, "expected_copies", (json_int_t)(n * tx),
+		"rx_copies", (json_int_t)rx, "delivered", (json_int_t)got,
+		"delivered_fraction", fraction(got, n * tx), "frames_pps", (double)tx / measured,
+		"copies_pps", (double)rx / measured, "per_sink", per);
+}
+
+/* The per-second record's sink counts so far: "sink_rx_packets": [n0, n1, ...]. */
+static void print_fanout_counts(const struct gen *g)
+{
+	unsigned int i;
+
+	if (g->o.n_sink_specs == 0)
+		return;
+	printf(", \"sink_rx_packets\": [");
+	for (i = 0; i < g->o.n_sink_specs; i++)
+		printf("%s%" PRIu64, i ? ", " : "", g->fanout[i].rx_packets);
+	printf("]");
+}
+
 static json_t *summary(const struct gen *g)
 {
 	const struct opts *o = &g->o;
@@ -1416,6 +1629,8 @@ static json_t *summary(const struct gen *g)
 	if (elapsed < o->duration)
 		measured = RTE_MAX(elapsed - o->warmup, 1e-9);
 	load_summary(g, measured, lost, &f);
+	if (o->n_sink_specs > 0)
+		fanout_figures(g, &f);
 	tx = sum_senders(g, offsetof(struct sender, measured.accepted));
 	rx = sum_sinks(g, offsetof(struct sink, rx_measured));
 	rx_bytes = sum_sinks(g, offsetof(struct sink, rx_bytes_measured));
@@ -1444,6 +1659,8 @@ static json_t *summary(const struct gen *g)
 	json_object_set_new(r, "streams", streams);
 	json_object_set_new(r, "options", options_json(o));
 	set_role_fields(r, g);
+	if (o->n_sink_specs > 0)
+		json_object_set_new(r, "fanout", fanout_json(g, measured));
 	return r;
 }
 
@@ -1584,7 +1801,8 @@ static int init_eal(int argc, char **argv, int first, const struct opts *o)
  */
 static unsigned int pool_size(const struct opts *o)
 {
-	unsigned int ports = o->n_ports + o->n_reflect + o->n_vnf_in + o->n_vnf_out;
+	unsigned int ports = o->n_ports + o->n_reflect + o->n_vnf_in + o->n_vnf_out +
+			     o->n_sink_specs;
 
 	return RTE_MAX(16383u, ports * (2 * GEN_RING + 2 * GEN_BURST + o->burst) + 4096);
 }
@@ -1609,6 +1827,9 @@ static int open_ports(struct gen *g)
 		plan[n++] = (struct port_plan){ o->vnf_out[i], "vnf-out",
 						&g->vnf_ports[i][VNF_OUT], port_rank(o->vnf_out[i]) };
 	}
+	for (i = 0; i < o->n_sink_specs; i++)
+		plan[n++] = (struct port_plan){ o->sink_specs[i], "sink-port", &g->fanout_ports[i],
+						port_rank(o->sink_specs[i]) };
 	for (rank = 0; rank <= 2; rank++)
 		for (i = 0; i < n; i++)
 			if (plan[i].rank == rank && open_port(g, &plan[i], i) != 0)

@@ -377,11 +377,16 @@ def make_parser() -> argparse.ArgumentParser:
                                "  flows         distinct flows (1..1000000)\n"
                                "  pairs         NvsN sender/receiver pairs (1..4)\n"
                                "  chain         loopback-N chain length (1..5)\n"
+                               "  fanout        destinations a broadcast is flooded to "
+                               "(1..16): one sender, N sink ports (replaces --scenario; "
+                               "flooding modes only: sluice:learn, ovs-dpdk:normal, vpp:learn)\n"
                                "example:\n"
                                "  sluice-bench sweep --param switch-burst --values 1,4,16,64,256"
                                " --switch sluice:patch,testpmd --scenario v2v --sizes 64\n")
     sw.add_argument("--param", required=True, help="the parameter to sweep (see below)")
-    sw.add_argument("--values", required=True, type=csv, help="comma-separated values")
+    sw.add_argument("--values", type=csv,
+                    help="comma-separated values (default for fanout: 1,2,4,8; every other "
+                         "parameter needs them)")
     sw.add_argument("--switch", type=switch_keys, default=switch_keys("sluice:patch,testpmd"),
                     help="comma-separated switches as for run (default sluice:patch,testpmd)")
     sw.add_argument("--baseline", default="testpmd", help="as for run (default testpmd)")
@@ -576,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         s = settings(args, keys, baseline)
         if args.command == "sweep":
+            if args.values is None:
+                args.values = sweep.default_values(args.param)
             sweep.check_values(args.param, args.values)
             for v in args.values:
                 sweep.settings_for(s, args.param, v, rate, sizes)

@@ -67,7 +67,8 @@ def steer_by_mac(sw: Switch, inline_vnfs: bool) -> bool:
 
 
 def port_args(sw: Switch, inline_kinds: Sequence[str] | None = None) -> PortArgs:
-    """--port for the switch's phy links, --vnf-in/--vnf-out for its VNFs, which rewrite
+    """--port for the switch's phy links, --sink-port for its fan-out sinks, --vnf-in/--vnf-out
+    for its VNFs, which rewrite
     the destination MAC as DPDK's l2fwd does (sluice-gen's default: 02:00:00:00:00:0P).
     INLINE_KINDS: sluice-gen's --vnf-kind of each VNF in chain order (None: every one l2,
     the option left out); () when the VNFs are processes of their own (vnfs.py): phy ports
@@ -89,6 +90,9 @@ def port_args(sw: Switch, inline_kinds: Sequence[str] | None = None) -> PortArgs
     phys = [i for i, link in enumerate(links) if link.role == "phy"]
     for i in phys:
         out.args += ["--port", spec(i)]
+    for i, link in enumerate(links):
+        if link.role == "sink":                     # fan-out: receive-only ports
+            out.args += ["--sink-port", spec(i)]
     vnf = [i for i, link in enumerate(links) if link.role == "vnf" and inline_vnfs]
     for k in range(0, len(vnf), 2):
         a, b = vnf[k], vnf[k + 1]
@@ -103,7 +107,8 @@ def port_args(sw: Switch, inline_kinds: Sequence[str] | None = None) -> PortArgs
             raise ValueError(f"{len(inline_kinds)} VNF kinds for {len(vnf) // 2} VNFs")
         for kind in inline_kinds:
             out.args += ["--vnf-kind", kind]
-    for first, second in zip(phys[::2], phys[1::2], strict=True):
+    # Pairs of phy ports (a fan-out's one sender has none: its frames are broadcast).
+    for first, second in zip(phys[::2], phys[1::2], strict=False):
         out.forward_dst.append(link_mac(first + 1) if by_mac else "default")
         out.reverse_dst.append(link_mac(second - 1) if by_mac else "default")
     return out
@@ -122,11 +127,29 @@ class GenResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def has_sink_ports(gen: Path) -> bool:
+    """Whether this sluice-gen has receive-only fan-out ports (--sink-port)."""
+    return gen.exists() and "--sink-port" in help_text(gen)
+
+
+def sink_rates(obj: dict[str, Any], before: tuple[float, list[int]]) -> tuple[float, ...]:
+    """Each sink port's received rate over one per-second record OBJ (sluice-gen counts
+    copies per --sink-port so far); BEFORE is the previous record's (t, counts)."""
+    counts = [int(n) for n in obj.get("sink_rx_packets", [])]
+    t0, last = before
+    dt = float(obj["t"]) - t0
+    if not counts or dt <= 0:
+        return ()
+    last = last or [0] * len(counts)
+    return tuple((n - p) / dt for n, p in zip(counts, last, strict=True))
+
+
 def parse_lines(text: str) -> tuple[list[Sample], list[dict[str, Any]], dict[str, Any]]:
     """Per-second samples, window records and the summary from --json output."""
     samples: list[Sample] = []
     windows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
+    before: tuple[float, list[int]] = (0.0, [])
     for line in text.splitlines():
         if not line.startswith("{"):
             continue
@@ -136,8 +159,10 @@ def parse_lines(text: str) -> tuple[list[Sample], list[dict[str, Any]], dict[str
         elif "tx_packets" in obj and "streams" in obj:
             summary = obj
         elif "monotonic_s" in obj:
+            sinks = sink_rates(obj, before)
+            before = (float(obj["t"]), [int(n) for n in obj.get("sink_rx_packets", [])])
             samples.append(Sample(float(obj["t"]), float(obj["monotonic_s"]),
-                                  float(obj["tx_pps"]), float(obj["rx_pps"])))
+                                  float(obj["tx_pps"]), float(obj["rx_pps"]), sinks))
     return samples, windows, summary
 
 

@@ -65,10 +65,13 @@ def round_robin(items: Sequence[str], trials: int) -> list[tuple[int, str]]:
 def choose_method(scn: Scenario, keys: Sequence[str], kernel: set[str]) -> str:
     """alternating when two or more userspace switches share a non-kernel path and the VNFs,
     if any, are sluice-gen's own: VNF processes are not stopped with their switch inside an
-    alternating run, so each switch runs alone with its VNFs instead."""
+    alternating run, so each switch runs alone with its VNFs instead. A fan-out runs
+    interleaved: sluice-gen --alternate takes two sender/receiver pairs, not 1+N ports."""
     user = [k for k in keys if k not in kernel]
     process_vnfs = scn.process_vnfs
-    if scn.kernel_path or process_vnfs or len(user) < 2 or len(user) != len(keys):
+    # sluice-gen alternates between two pairs; a fan-out is one sender and N sinks.
+    if (scn.kernel_path or process_vnfs or scn.family == "fanout" or len(user) < 2
+            or len(user) != len(keys)):
         return "interleaved"
     return "alternating"
 

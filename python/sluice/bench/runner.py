@@ -41,7 +41,13 @@ from sluice.bench.plan import (
     pick_baseline,
     trials_for,
 )
-from sluice.bench.scenarios import Namespaces, Scenario, round_trip, topology
+from sluice.bench.scenarios import (
+    FANOUT_DST_MAC,
+    Namespaces,
+    Scenario,
+    round_trip,
+    topology,
+)
 from sluice.bench.schema import Row, append_rows
 from sluice.bench.stats import IMIX, Sample, gen_size, loss_fraction, r_plus, row_size, trim
 from sluice.bench.switches import ADAPTERS, Context, Switch
@@ -144,10 +150,10 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 def v2v_split(scn: Scenario, keys: Sequence[str]) -> list[tuple[Scenario, list[str]]]:
-    """SCN with the KEYS that run in it. In v2v, switches without vhost-user ports
-    (`veth_only`) run apart, over the containers' veth pairs (v2v/veth, kernel_path): their
-    rows are never compared with vhost-user ones."""
-    if scn.family != "v2v" or scn.phy:
+    """SCN with the KEYS that run in it. In v2v (and fanout), switches without vhost-user
+    ports (`veth_only`) run apart, over the containers' veth pairs (v2v/veth, fanout-N/veth,
+    kernel_path): their rows are never compared with vhost-user ones."""
+    if scn.family not in ("v2v", "fanout") or scn.phy:
         return [(scn, list(keys))]
     veth = [k for k in keys if ADAPTERS[split_key(k)[0]].veth_only]
     rest = [k for k in keys if k not in veth]
@@ -229,6 +235,10 @@ class Runner:
                     and not gen.has_vnf_kinds(self.gen)):
                 self.skip("*", unit, "this sluice-gen has no --vnf-kind (the inline L3 VNF "
                           "comes with the mixed branch)")
+                continue
+            if unit.family == "fanout" and not gen.has_sink_ports(self.gen):
+                self.skip("*", unit, "this sluice-gen has no --sink-port (fan-out sinks "
+                          "come with the fanout branch)")
                 continue
             if unit.process_vnfs:
                 why = vnfs.available(unit.vnf, self.s.repo) or vnfs.unsupported(unit.vnf, unit)
@@ -397,6 +407,8 @@ class Runner:
                "--out", str(out), *(extra or ("--rate", "max")), *self.s.gen_extra]
         if spec.scenario.direction == "bidir":
             cmd.append("--bidir")
+        if spec.scenario.family == "fanout":
+            cmd += ["--dst-mac", FANOUT_DST_MAC]
         cmd += self.ports_of(spec, sws)
         if spec.method == "alternating":
             cmd += ["--alternate", ",".join(str(sw.pids()[0]) for sw in sws),
@@ -662,11 +674,13 @@ class Runner:
         for lab, samples in sorted(groups.items()):
             tx = sum(s.tx_pps for s in samples)
             rx = sum(s.rx_pps for s in samples)
+            copies = max(spec.scenario.sinks, 1)   # a fan-out's frame should arrive N times
             rows.append(self.base_row(
                 spec, sw, key, common, placement=lab, rx_pps=r_plus(samples),
-                tx_pps=tx / len(samples), loss=loss_fraction(tx, rx),
+                tx_pps=tx / len(samples), loss=loss_fraction(copies * tx, rx),
                 rx_pps_median=sorted(s.rx_pps for s in samples)[len(samples) // 2],
-                samples=len(samples), counted_s=float(len(samples))))
+                samples=len(samples), counted_s=float(len(samples)),
+                **fanout_fields(spec.scenario, samples)))
         return rows
 
     # -- more trials until enough ran near ----------------------------------------------
@@ -858,6 +872,20 @@ def instance_name(n: int) -> str:
         raise ValueError(f"more than {26 * 26} switch instances in one run")
     hi, lo = divmod(n, 26)
     return (chr(ord("a") + hi) if hi else "") + chr(ord("a") + lo)
+
+
+def fanout_fields(scn: Scenario, samples: Sequence[Sample]) -> dict[str, Any]:
+    """A fan-out row's own fields from its SAMPLES: the destinations, the share of the
+    copies that arrived, each sink's mean rate ({} outside fanout)."""
+    if scn.family != "fanout" or not samples:
+        return {}
+    tx = sum(s.tx_pps for s in samples)
+    rx = sum(s.rx_pps for s in samples)
+    per = [s.sink_rx_pps for s in samples if len(s.sink_rx_pps) == scn.sinks]
+    return {"fanout": scn.sinks,
+            "delivered_fraction": min(1.0, rx / (scn.sinks * tx)) if tx > 0 else 0.0,
+            "sink_rx_pps": ([round(statistics.fmean(col), 1) for col in zip(*per, strict=True)]
+                            if per else [])}
 
 
 def kw_tags(kw: dict[str, Any]) -> dict[str, Any]:

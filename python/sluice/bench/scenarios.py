@@ -22,6 +22,12 @@
   processes. Links and steering are loopback-2's: switches steer it as they steer loopback-2.
 - `pairs` N (NvsN): N sender/receiver pairs at once, each with its own two ports (v2v, p2p,
   p2v, v2p).
+- `fanout-N` (`sweep --param fanout`): one sender and N receive-only sinks, every port a
+  vhost-user port of the switch (the generator's ends virtio-user, as in v2v); for switches
+  without vhost-user, `fanout-N/veth`: 1 + N veth pairs, as containers attach (kernel_path).
+  The generator sends broadcast frames, which a learning switch floods to the N sinks (`sluice-gen
+  --sink-port`): VALE's forwarding rate against the number of destinations. Switches whose
+  mode cannot flood (pairs, cross-connects) decline it.
 - The v2v round trip (`rtt`, for `--latency fixed:RATE`): four vhost-user ports; the first
   VNF (the generator) sends on one and receives on another, the second (an inline VNF)
   forwards from its first port to its second, so a round trip crosses the switch twice, as
@@ -41,13 +47,16 @@ from sluice.bench.switches.base import Link, Topology
 
 MAX_CHAIN = 5
 MAX_PAIRS = 4          # sluice-gen serves up to 8 ports
-FAMILIES = ("v2v", "p2p", "p2v", "v2p", "loopback", "chain")
 INLINE = "inline"
 # The mixed chain: its VNFs' inline kinds (sluice-gen --vnf-kind) and process kinds, in
 # chain order.
 MIXED = "chain-mixed"
 MIXED_INLINE = ("l3", "l2")
 MIXED_PROCESS = ("l3fwd", "l2fwd")
+MAX_FANOUT = 16        # sluice-gen serves up to 16 --sink-port ports
+FAMILIES = ("v2v", "p2p", "p2v", "v2p", "loopback", "chain", "fanout")
+# Where fan-out frames go: every learning switch floods a broadcast to all its other ports.
+FANOUT_DST_MAC = "ff:ff:ff:ff:ff:ff"
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class Scenario:
     pairs: int = 1
     rtt: bool = False
     vnf_kind: str = INLINE         # who serves the VNFs: inline, l2fwd, l3fwd, l3fwd,l2fwd...
+    sinks: int = 0                 # fanout: the destinations each frame is flooded to
 
     @property
     def family(self) -> str:
@@ -114,6 +124,9 @@ class Scenario:
 
     def label(self) -> str:
         """A short name for logs and reports: p2p/memif uni."""
+        if self.family == "fanout":
+            veth = "/veth" if self.phy else ""
+            return f"{self.name}{veth} (1 sender, {self.sinks} sinks)"
         pairs = f" {self.pairs}vs{self.pairs}" if self.pairs > 1 else ""
         rtt = " round-trip" if self.rtt else ""
         return f"{self.name}{'/' + self.phy if self.phy else ''} {self.direction}{pairs}{rtt}"
@@ -121,7 +134,7 @@ class Scenario:
     @property
     def gen_ports(self) -> int:
         """How many ports of the generator's (not its inline VNFs') this scenario uses."""
-        return 2 * self.pairs
+        return 1 + self.sinks if self.family == "fanout" else 2 * self.pairs
 
 
 def check_vnf(name: str, vnf: str) -> None:
@@ -159,6 +172,13 @@ def parse(name: str, phy: str, direction: str, pairs: int = 1,
                     vnf_kind=vnf if chain else INLINE)
 
 
+def fanout(sinks: int) -> Scenario:
+    """One sender flooding to SINKS destinations over vhost-user (1..MAX_FANOUT)."""
+    if not 1 <= sinks <= MAX_FANOUT:
+        raise ValueError(f"fanout {sinks}: 1..{MAX_FANOUT} destinations")
+    return Scenario(f"fanout-{sinks}", "", "uni", 1, sinks=sinks)
+
+
 def round_trip() -> Scenario:
     """The four-port v2v round trip (--latency fixed:RATE)."""
     return Scenario("v2v", "", "uni", 1, rtt=True)
@@ -193,6 +213,8 @@ def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
              veth_vnfs: bool = False) -> Topology:
     """The links of one switch (TAG makes its names unique) in scenario SCN. VETH_VNFS: the
     VNFs' ports are veth pairs (switches without vhost-user, on the veth stand-in only)."""
+    if scn.family == "fanout":
+        return fanout_topology(scn, work, tag, netns)
     links: list[Link] = []
     for p in range(scn.pairs):
         links.append(_end(scn, work, tag, 2 * p))
@@ -203,6 +225,20 @@ def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
     pairs = tuple((i, i + 1) for i in range(0, len(links), 2))
     veth = any(link.kind == "veth" for link in links)
     return Topology(tuple(links), pairs, netns if veth else None)
+
+
+def fanout_topology(scn: Scenario, work: Path, tag: str, netns: str | None) -> Topology:
+    """The sender's link, then one per sink (role `sink`: sluice-gen --sink-port): vhost-user,
+    or veth pairs for fanout-N/veth (the switch's ends in NETNS). No pairs: only a switch
+    that floods serves it, all ports in one bridge."""
+    if scn.phy == "veth":
+        names = ["p0"] + [f"k{i}" for i in range(scn.sinks)]
+        veths = tuple(Link(n, "veth", iface=f"{tag}s{n}", peer=f"{tag}g{n}",
+                           role="phy" if n == "p0" else "sink") for n in names)
+        return Topology(veths, (), netns)
+    links = (_vhost(work, tag, "p0"),
+             *(_vhost(work, tag, f"s{i}", "sink") for i in range(scn.sinks)))
+    return Topology(links, ())
 
 
 def run_ip(*args: str) -> None:

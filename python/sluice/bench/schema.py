@@ -87,6 +87,10 @@ class Row:
     rplus_placement: str = ""      # the placement of the rows that R+ came from (or "any")
     hist: str = ""                 # the histogram file, relative to the results directory
     burst: int | None = None       # echo: frames per burst of the ping client
+    fanout: int = 0                # fanout rows: destinations each frame is flooded to;
+                                   # rx_pps then counts copies, tx_pps frames
+    delivered_fraction: float | None = None   # fanout: copies received / (fanout x sent)
+    sink_rx_pps: list[float] = field(default_factory=list)   # fanout: each sink's rate
     api: str = ""                  # `sluice-bench sockets` rows: the endpoints' socket API
                                    # ("raw sendmmsg/recvmmsg, batch 32"); "" for sluice-gen
     # loopback-N: per-hop counts over the whole trial (the same in every placement row of

@@ -38,6 +38,7 @@ class Sample:
     monotonic_s: float
     tx_pps: float
     rx_pps: float
+    sink_rx_pps: tuple[float, ...] = ()   # fanout: each sink port's rate (rx_pps: their sum)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,10 @@ the report draws a curve per switch against the value.
   batching curve); other switches run with their own;
 - flows: distinct flows, sluice-gen --flows varying IPs and ports (flow caches);
 - pairs: NvsN sender/receiver pairs (the container study's 1vs1..4vs4);
-- chain: loopback-N for N in the values (the seven-switch comparison's chains).
+- chain: loopback-N for N in the values (the seven-switch comparison's chains);
+- fanout: one sender's broadcast flooded to N sinks, for N in the values (VALE's forwarding
+  rate against the number of destinations); it replaces the run's scenarios, and switches
+  whose mode cannot flood decline it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,18 @@ from sluice.bench import scenarios
 from sluice.bench.runner import Settings
 from sluice.bench.schema import Row
 
-PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "pairs", "chain")
+PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "pairs", "chain", "fanout")
+# The values a sweep takes without --values: a few minutes a run (fanout: 4 values, one
+# switch start and one trial per switch each).
+DEFAULT_VALUES: dict[str, tuple[str, ...]] = {"fanout": ("1", "2", "4", "8")}
+
+
+def default_values(param: str) -> list[str]:
+    """PARAM's values when --values is not given; ValueError for parameters without."""
+    if param not in DEFAULT_VALUES:
+        raise ValueError(f"--param {param} needs --values (defaults exist for "
+                         f"{', '.join(sorted(DEFAULT_VALUES))})")
+    return list(DEFAULT_VALUES[param])
 
 
 def check_values(param: str, values: Sequence[str]) -> None:
@@ -38,7 +52,8 @@ def check_values(param: str, values: Sequence[str]) -> None:
     if not values:
         raise ValueError("--values is empty")
     limits = {"burst": (1, 512), "switch-burst": (1, 256), "flows": (1, 1_000_000),
-              "pairs": (1, scenarios.MAX_PAIRS), "chain": (1, scenarios.MAX_CHAIN)}
+              "pairs": (1, scenarios.MAX_PAIRS), "chain": (1, scenarios.MAX_CHAIN),
+              "fanout": (1, scenarios.MAX_FANOUT)}
     if param in limits:
         lo, hi = limits[param]
         for v in values:
@@ -74,6 +89,9 @@ def settings_for(base: Settings, param: str, value: str, rate: Callable[[str], f
     if param == "pairs":
         return dataclasses.replace(s, units=_units(s, lambda scn: dataclasses.replace(
             scn, pairs=int(value))))
+    if param == "fanout":
+        sizes = s.units[0][1] if s.units else (64,)
+        return dataclasses.replace(s, units=((scenarios.fanout(int(value)), sizes),))
     assert param == "chain"
     phys = sorted({scn.phy or "memif" for scn, _ in s.units}) or ["memif"]
     sizes = s.units[0][1] if s.units else (64,)

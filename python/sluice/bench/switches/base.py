@@ -25,7 +25,8 @@ class Link:
 
     KIND is vhost, memif or veth. For vhost and memif PATH is the socket; for veth IFACE is
     the switch's end (in the switch namespace) and PEER the generator's (in its namespace).
-    ROLE is phy (the generator's traffic ports) or vnf (an inline VNF's ports)."""
+    ROLE is phy (the generator's traffic ports), vnf (an inline VNF's ports) or sink (a
+    fan-out destination: a receive-only port of the generator's, sluice-gen --sink-port)."""
 
     name: str
     kind: str
@@ -77,6 +78,8 @@ class Switch(ABC):
     # Modes that learn MACs and flood what they have not learned. sluice-gen announces its
     # ports to them (--announce) and, in chains, VNFs address each next hop by its MAC.
     learning_modes: ClassVar[tuple[str, ...]] = ()
+    # The modes that flood a broadcast to every other port (the fanout scenario needs one).
+    flooding_modes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: Context, mode: str) -> None:
         if mode not in self.modes:
@@ -104,6 +107,8 @@ class Switch(ABC):
     def unsupported(self, scenario: str, phy: str) -> str | None:
         """None when this switch and mode can run SCENARIO over PHY, else why not."""
         family = scenario.split("-")[0]
+        if family == "fanout":
+            return self.fanout_unsupported()
         if family not in self.scenarios:
             return f"{self.name} does not do {scenario}"
         if family != "v2v" and phy not in self.phys:
@@ -111,6 +116,16 @@ class Switch(ABC):
         if self.learns and family == "loopback" and phy == "veth" and not self.veth_only:
             return ("a learning chain addresses every hop by MAC, and the generator's veth "
                     "ends keep the kernel's: use --phy memif")
+        return None
+
+    def fanout_unsupported(self) -> str | None:
+        """None when this mode floods a broadcast to every other port over vhost-user ports
+        (the fanout scenario), else why not."""
+        if self.mode not in self.flooding_modes:
+            if self.flooding_modes:
+                return (f"{self.name} {self.mode} does not flood (fanout needs a mode that "
+                        f"copies a broadcast to every port: {', '.join(self.flooding_modes)})")
+            return f"{self.name} never copies a frame to several ports: it cannot fan out"
         return None
 
     @abstractmethod

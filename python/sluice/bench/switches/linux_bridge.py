@@ -2,7 +2,8 @@
 
 The generator's veth ends sit in its namespace, the switch's ends in the switch namespace the
 scenario made, where this adapter adds a bridge per pair of links and enslaves them: one in
-p2p and v2v; in loopback one per segment (phy-VNF1, VNF1-VNF2, ..., VNFN-phy), as a chain of
+p2p and v2v, one with every port in fanout-N/veth (it floods the sender's broadcasts); in
+loopback one per segment (phy-VNF1, VNF1-VNF2, ..., VNFN-phy), as a chain of
 container networks joins VNFs with two interfaces each. In p2p the generator's ends stand
 for NICs; in v2v (run as v2v/veth) and for loopback's VNFs they stand for containers: a
 container on a Linux bridge (Docker's default network, LXC's veth type) has one end of a
@@ -42,6 +43,7 @@ class LinuxBridge(Switch):
     scenarios = ("p2p", "v2v", "loopback")
     phys = ("veth",)
     veth_only = True
+    flooding_modes = ("learn",)
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
@@ -65,6 +67,8 @@ class LinuxBridge(Switch):
         if topo.netns is None or any(link.kind != "veth" for link in topo.links):
             raise ValueError("linux-bridge needs veth links in a namespace")
         self.netns = topo.netns
+        if not topo.pairs:        # fanout: one bridge with every port, which floods
+            self._bridge(f"{self.ctx.tag}br0"[:15], *(link.iface for link in topo.links))
         for k, (a, b) in enumerate(topo.pairs):
             self._bridge(f"{self.ctx.tag}br{k}"[:15], topo.links[a].iface, topo.links[b].iface)
         self.topology = Topology(topo.links, topo.pairs, topo.netns, "kernel")
@@ -118,6 +122,10 @@ class LinuxBridge(Switch):
         return []
 
     def steering(self) -> str:
+        if self.topology is not None and not self.topology.pairs:
+            return ("Linux bridge: one bridge with every port (fanout): the sender's "
+                    "broadcasts flooded to every sink; ports: veth ends (the containers' veth "
+                    "pairs; the generator holds their ends with af_xdp or af_packet)")
         return ("Linux bridge: MAC learning; unknown destinations flooded to the other port; "
                 "one bridge per segment (loopback: phy-VNF1, VNF1-VNF2, ..., as container "
                 "networks chain VNFs). Ports: veth ends (v2v: the containers' veth pairs, as "

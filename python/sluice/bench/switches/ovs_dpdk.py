@@ -29,6 +29,7 @@ class OvsDpdk(Switch):
     name = "ovs-dpdk"
     learning_modes = ("normal",)
     modes = ("normal", "flows")
+    flooding_modes = ("normal",)
     vhost_server = False
 
     def __init__(self, ctx: Context, mode: str) -> None:

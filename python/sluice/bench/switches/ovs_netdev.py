@@ -62,6 +62,12 @@ class OvsNetdev(Switch):
             return "ovs-netdev has no vhost-user ports (that needs DPDK): v2v over veths only"
         return super().unsupported(scenario, phy)
 
+    def fanout_unsupported(self) -> str | None:
+        # NORMAL would flood; what is missing is a run that shows 1 + N afxdp (or system)
+        # ports of this datapath delivering the copies.
+        return ("ovs-netdev: fanout over its afxdp/system ports is not tried yet (NORMAL "
+                "floods, but no run here has checked 1 + N such ports)")
+
     def _add_ports(self, topo: Topology) -> None:
         try:
             self._add_all(topo)

@@ -31,6 +31,7 @@ class Sluice(Switch):
     name = "sluice"
     learning_modes = ("learn",)
     modes = ("patch", "learn")
+    flooding_modes = ("learn",)
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)

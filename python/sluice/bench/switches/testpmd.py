@@ -49,6 +49,10 @@ class Testpmd(Switch):
             return f"net_memif{i},role=server,socket={link.path},socket-abstract=no"
         return f"net_{driver}{i},iface={link.iface}"
 
+    def fanout_unsupported(self) -> str | None:
+        return (f"{self.name} {self.mode} forwards each port to its pair only (0<->1, 2<->3, "
+                "...): it never copies a frame to several ports, so it cannot fan out")
+
     def command(self, vdevs: list[str]) -> list[str]:
         """The switch's command line with VDEVS (--vdev arguments)."""
         lcores = f"0@{self.ctx.ctl_cpu},1@{self.ctx.switch_cpu}"

@@ -220,6 +220,7 @@ class Vpp(Switch):
     name = "vpp"
     learning_modes = ("learn",)
     modes = ("learn", "xconnect")
+    flooding_modes = ("learn",)
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
