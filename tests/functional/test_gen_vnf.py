@@ -137,26 +137,39 @@ def test_loopback_through_the_daemon(daemon: Daemon, workdir: Path, switch_role:
     assert stats["sink"]["tx_packets"] == res["rx_packets"]
 
 
-def test_chain_steered_by_mac_learning(daemon: Daemon, workdir: Path) -> None:
-    """loopback-1 through a learning switch: the generator addresses the VNF's in port
-    (--dst-mac), the VNF the sink (--vnf-dst-mac); with static entries for those two, every
-    frame is unicast and nothing floods. Skipped where sluiced has no learn mode yet."""
+LEARN_CHAIN_MACS = {"gen": "02:00:00:00:00:f0", "sink": "02:00:00:00:00:f1",
+                    "v0": "02:00:00:00:0a:00", "v1": "02:00:00:00:0a:01"}
+
+
+def learn_chain(daemon: Daemon, workdir: Path, *extra: str) -> dict:
+    """loopback-1 through a learn-mode br0: ports gen, sink, v0 and v1, the generator's ends
+    with the MACs of LEARN_CHAIN_MACS, the generator addressing v0 and the VNF the sink;
+    sluice-gen's summary (EXTRA: more options). Skipped where sluiced has no learn mode."""
     try:
         daemon.call("add-switch", name="br0", mode="learn")
     except RpcError as e:
         pytest.skip(f"no learn mode in this sluiced: {e}")
-    mac = {"gen": "02:00:00:00:00:f0", "sink": "02:00:00:00:00:f1",
-           "v0": "02:00:00:00:0a:00", "v1": "02:00:00:00:0a:01"}
+    mac = LEARN_CHAIN_MACS
     for p in mac:
         daemon.call("add-port", switch="br0", name=p,
                     spec=f"vhost-user:server,path={workdir}/{p}.sock")
-    daemon.call("fdb-add", switch="br0", mac=mac["v0"], port="v0")
-    daemon.call("fdb-add", switch="br0", mac=mac["sink"], port="sink")
+    if "--announce" not in extra:
+        daemon.call("fdb-add", switch="br0", mac=mac["v0"], port="v0")
+        daemon.call("fdb-add", switch="br0", mac=mac["sink"], port="sink")
     vu = {p: f"virtio-user:path={workdir}/{p}.sock,mac={m}" for p, m in mac.items()}
     res, _ = run_gen(workdir, ["--port", vu["gen"], "--port", vu["sink"], "--vnf-in", vu["v0"],
                                "--vnf-out", vu["v1"], "--dst-mac", mac["v0"],
-                               "--vnf-dst-mac", mac["sink"], "--rate", "50k",
+                               "--vnf-dst-mac", mac["sink"], *extra, "--rate", "50k",
                                "--duration", "2"])
+    return res
+
+
+def test_chain_steered_by_mac_learning(daemon: Daemon, workdir: Path) -> None:
+    """loopback-1 through a learning switch: the generator addresses the VNF's in port
+    (--dst-mac), the VNF the sink (--vnf-dst-mac); with static entries for those two, every
+    frame is unicast and nothing floods. Skipped where sluiced has no learn mode yet."""
+    mac = LEARN_CHAIN_MACS
+    res = learn_chain(daemon, workdir)
     assert res["tx_packets"] > 90_000
     assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0, res
     [v] = res["vnfs"]
@@ -173,21 +186,10 @@ def test_chain_steered_by_mac_learning(daemon: Daemon, workdir: Path) -> None:
 def test_chain_learnt_from_announcements(daemon: Daemon, workdir: Path) -> None:
     """As above with no static entries: --announce has every port of the generator (its VNF
     ports too) send from its MAC to its MAC before the clock starts; the switch learns them
-    and drops those frames (output = input), and the run's frames are all unicast."""
-    try:
-        daemon.call("add-switch", name="br0", mode="learn")
-    except RpcError as e:
-        pytest.skip(f"no learn mode in this sluiced: {e}")
-    mac = {"gen": "02:00:00:00:00:f0", "sink": "02:00:00:00:00:f1",
-           "v0": "02:00:00:00:0a:00", "v1": "02:00:00:00:0a:01"}
-    for p in mac:
-        daemon.call("add-port", switch="br0", name=p,
-                    spec=f"vhost-user:server,path={workdir}/{p}.sock")
-    vu = {p: f"virtio-user:path={workdir}/{p}.sock,mac={m}" for p, m in mac.items()}
-    res, _ = run_gen(workdir, ["--port", vu["gen"], "--port", vu["sink"], "--vnf-in", vu["v0"],
-                               "--vnf-out", vu["v1"], "--dst-mac", mac["v0"],
-                               "--vnf-dst-mac", mac["sink"], "--announce", "--rate", "50k",
-                               "--duration", "2"])
+    (its first look-up of each floods them, and they come back as echoes), and the run's
+    frames are all unicast."""
+    mac = LEARN_CHAIN_MACS
+    res = learn_chain(daemon, workdir, "--announce")
     # sluiced looks a burst up before it learns from it, so each port's announcements (one
     # burst, to a MAC not yet learnt) flood to the 3 other ports, and come back as echoes.
     assert res["announced"] == 4 * 3 and res["announce_echoes"] == 4 * 3 * 3, res

@@ -949,32 +949,14 @@ static void count_arrival(struct gen *g, struct sink *k, const struct traffic_pa
 
 static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
 {
-	const struct traffic_payload *pl;
-	struct sink *k;
+	const struct traffic_payload *pl = our_payload(g, m);
 
-	if (m->data_len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
-		g->foreign++;
+	if (pl == NULL)
 		return;
-	}
-	pl = rte_pktmbuf_mtod_offset(m, const struct traffic_payload *, TRAFFIC_HDR_LEN);
-	if (pl->magic != TRAFFIC_MAGIC) {
-		g->foreign++;
-		return;
-	}
-	k = &g->sinks[pl->stream];
-	k->rx_packets++;
-	track_sequence(k, pl->seq);
+	/* Latency is one-way when sender and sink share the host's TSC (same process or host). */
+	count_arrival(g, &g->sinks[pl->stream], pl, m, now_tsc);
 	if (g->alternating)
 		alt_count(&g->alt, pl->stream, pl->tsc);
-	if (pl->flags & TRAFFIC_MEASURED) {
-		k->rx_measured++;
-		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
-		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
-		/* One-way when sender and sink share the host's TSC (same process or host). */
-		if (now_tsc > pl->tsc)
-			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
-							    g->ns_per_tsc));
-	}
 }
 
 /* --touch: every byte of every segment read into the checksum, as an application would. */
