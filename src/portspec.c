@@ -60,6 +60,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "role", V_ROLE, false, 0, 0 },
 		{ "id", V_UINT, false, 0, 65535 },
 		{ "mac", V_MAC, false, 0, 0 },
+		{ "ring_size", V_UINT, false, 2, 16384 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_PCAP] = { "pcap", "net_pcap", false, {
 		{ "rx", V_PATH, false, 0, 0 },
@@ -372,6 +373,15 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		rc |= add_arg(out, "id=%s", v ? v : "0");
 		if ((v = lookup(items, n, "mac")) != NULL)
 			rc |= add_arg(out, "mac=%s", v);
+		if ((v = lookup(items, n, "ring_size")) != NULL) {
+			/* Slots, as VPP's "ring-size"; DPDK takes the log2 (rsize), and the
+			 * client's ring size is the one both ends use. */
+			unsigned long slots = strtoul(v, NULL, 10);
+
+			if ((slots & (slots - 1)) != 0)
+				return fail(err, len, "memif: 'ring_size' must be a power of two");
+			rc |= add_arg(out, "rsize=%d", __builtin_ctzl(slots));
+		}
 		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "socket"));
 		break;
 	case PORTSPEC_PCAP:

@@ -112,6 +112,28 @@ def test_memif_pair_exact_counts_rate_and_latency(workdir: Path) -> None:
     assert sum(int(r.split(",")[2]) for r in rows[1:]) == lat["count"]
 
 
+def test_ring_holds_as_many_frames_as_asked(workdir: Path) -> None:
+    """--ring sizes memif's rings: with nobody draining it, an open-loop sender's ring takes
+    exactly its slots and refuses the rest (1024 by default, as DPDK's memif)."""
+    sock = workdir / "r.sock"
+    ports = ["--role", "tx", "--port", f"memif:role=server,socket={sock}",
+             "--port", f"memif:role=client,socket={sock}"]
+    taken = {}
+    for ring in (None, 4096):
+        extra = ["--ring", str(ring)] if ring else []
+        res = run_gen(workdir, [*ports, "--rate", "100k", "--load", "open", "--duration", "1",
+                                *extra])
+        # The client's ring to the server: the server's own stream waits for a client
+        # refill that never comes, as nothing polls the client.
+        client = res["streams"][1]
+        taken[ring] = client["tx_packets"]
+        assert client["tx_packets"] + client["not_accepted"] == client["offered"]
+        assert res["options"]["ring"] == (ring or 1024)
+    assert taken == {None: 1024, 4096: 4096}
+    r = subprocess.run([str(GEN), *ports, "--ring", "1000"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--ring" in r.stderr and "power of two" in r.stderr
+
+
 def test_warmup_and_cooldown_excluded(workdir: Path) -> None:
     res = run_gen(workdir, [*memif_pair(workdir), "--rate", "100k", "--duration", "3",
                             "--warmup", "1", "--cooldown", "1"])

@@ -263,6 +263,37 @@ def test_ndr_search_keeps_to_one_placement() -> None:
         search(goes_far, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60, retries=2)
 
 
+def test_ndr_search_waits_for_its_placement_and_keeps_its_log() -> None:
+    """Before every trial after the first the search waits for its placement; a search that
+    gives up still leaves its trials in the log it was given."""
+    pytest.importorskip("MLRsearch")
+    from sluice.bench.ndr import PlacementUnstable, SearchLog, TrialOutcome, search
+    waits: list[str] = []
+
+    def await_placement(want: str) -> float:
+        waits.append(want)
+        return 0.25
+
+    def link(duration: float, load: float) -> TrialOutcome:
+        off = int(load * duration)
+        return TrialOutcome(off, min(off, int(5e6 * duration)), "far", duration)
+
+    _, log = search(link, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60,
+                    await_placement=await_placement)
+    assert waits == ["far"] * (len(log.kept) - 1)
+    assert log.waited_s == pytest.approx(0.25 * len(waits))
+    labels = iter(["near", "near"] + ["far"] * 50)
+
+    def drifts(duration: float, load: float) -> TrialOutcome:
+        off = int(load * duration)
+        return TrialOutcome(off, min(off, int(5e6 * duration)), next(labels), duration)
+
+    kept = SearchLog()
+    with pytest.raises(PlacementUnstable):
+        search(drifts, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60, retries=1, log=kept)
+    assert len(kept.kept) == 2 and len(kept.repeated) == 2 and kept.placement == "near"
+
+
 def test_search_rows_make_the_ndr_table() -> None:
     rows = [lat_row(method="search", latency_kind="", latency_load=None, search_goal=g,
                     loss=ratio, rx_pps=rx, search_lower_pps=rx, search_upper_pps=rx * 1.02,

@@ -49,6 +49,7 @@
 #define GEN_BURST 32                /* receive bursts; and --burst's default */
 #define GEN_MAX_BURST 512           /* --burst */
 #define GEN_RING 1024
+#define GEN_MAX_VIRTQUEUE 8192       /* --ring for virtio-user: see size_ring() */
 #define SEEN_BITS 4096              /* how far back duplicates are recognised */
 #define L1_OVERHEAD LOAD_L1_OVERHEAD
 
@@ -78,6 +79,8 @@ struct opts {
 	double rate_pps;             /* per sending stream; 0: as fast as the port takes */
 	enum load_mode load;         /* --load; default closed with --rate max, else open */
 	uint16_t burst;              /* --burst: frames per transmit burst */
+	uint16_t ring;               /* --ring: descriptors per queue */
+	bool ring_given;             /* --ring given: virtio-user and memif rings sized too */
 	bool touch;                  /* --touch: the receiver reads every byte */
 	bool announce;               /* --announce: ports make their MACs known first */
 	double duration, warmup, cooldown;
@@ -207,6 +210,10 @@ static void usage(FILE *f)
 "                     rate disregarding drops, what a port refuses is freed and counted as\n"
 "                     not_accepted\n"
 "  --burst N          frames per transmit burst, 1..512 (32); pacing is per burst\n"
+"  --ring N           descriptors per queue, a power of two 64..16384 (1024); also the\n"
+"                     size of virtio-user's virtqueues (else 256; 8192 at most) and of\n"
+"                     memif's rings (else 1024) where the spec gives none. A larger ring\n"
+"                     rides out longer stalls of the peer, as zero-loss (NDR) trials need\n"
 "  --touch            the receiver reads every byte of every frame (a checksum, reported)\n"
 "  --announce         before the clock starts, every port (VNF ports too) sends a few\n"
 "                     frames from its MAC to its own MAC, so a learning switch knows where\n"
@@ -481,6 +488,14 @@ static int parse_one(struct opts *o, int c, const char *v)
 			return -1;
 		o->burst = (uint16_t)n;
 		return 0;
+	case 'Q':
+		if (parse_long("ring", v, 64, 16384, &n) != 0)
+			return -1;
+		if ((n & (n - 1)) != 0)
+			return bad("ring", "give a power of two");
+		o->ring = (uint16_t)n;
+		o->ring_given = true;
+		return 0;
 	case 'T': o->touch = true; return 0;
 	case 'A': o->announce = true; return 0;
 	case 'R': o->rate_arg = v; return 0;
@@ -525,6 +540,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "vnf-out", 1, NULL, 'O' }, { "vnf-dst-mac", 1, NULL, 'M' },
 		{ "vnf-kind", 1, NULL, 'K' },
 		{ "dst-mac", 1, NULL, 'D' }, { "load", 1, NULL, 'G' }, { "burst", 1, NULL, 'B' },
+		{ "ring", 1, NULL, 'Q' },
 		{ "touch", 0, NULL, 'T' }, { "announce", 0, NULL, 'A' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
@@ -621,15 +637,36 @@ static int start_port(const struct gen *g, uint16_t port, const char **step)
 	if (rc != 0)
 		return rc;
 	*step = "receive queue set-up";
-	rc = rte_eth_rx_queue_setup(port, 0, GEN_RING, rte_socket_id(), NULL, g->pool);
+	rc = rte_eth_rx_queue_setup(port, 0, g->o.ring, rte_socket_id(), NULL, g->pool);
 	if (rc != 0)
 		return rc;
 	*step = "transmit queue set-up";
-	rc = rte_eth_tx_queue_setup(port, 0, GEN_RING, rte_socket_id(), NULL);
+	rc = rte_eth_tx_queue_setup(port, 0, g->o.ring, rte_socket_id(), NULL);
 	if (rc != 0)
 		return rc;
 	*step = "start";
 	return rte_eth_dev_start(port);
+}
+
+/*
+ * With --ring, a virtio-user or memif port whose spec gives no size gets rings of that many
+ * slots: their drivers size the shared ring themselves (virtio-user 256, memif 1024) and
+ * take the queue set-up's count as an upper bound at most.
+ */
+static void size_ring(const struct opts *o, struct portspec *ps)
+{
+	size_t used = strlen(ps->devargs);
+	char *end = ps->devargs + used;
+	size_t room = sizeof(ps->devargs) - used;
+
+	if (!o->ring_given)
+		return;
+	/* virtio-user failed to start with 16384 here: its transmit headers then need one
+	 * IOVA-contiguous zone larger than a 2 MB page. */
+	if (ps->kind == PORTSPEC_VIRTIO_USER && strstr(ps->devargs, "queue_size=") == NULL)
+		snprintf(end, room, ",queue_size=%u", RTE_MIN(o->ring, GEN_MAX_VIRTQUEUE));
+	else if (ps->kind == PORTSPEC_MEMIF && strstr(ps->devargs, "rsize=") == NULL)
+		snprintf(end, room, ",rsize=%d", __builtin_ctz(o->ring));
 }
 
 static int open_port(struct gen *g, const struct port_plan *p, unsigned int index)
@@ -644,6 +681,7 @@ static int open_port(struct gen *g, const struct port_plan *p, unsigned int inde
 		fprintf(stderr, "sluice-gen: --%s %s: %s\n", p->opt, p->spec, err);
 		return -1;
 	}
+	size_ring(&g->o, &ps);
 	portspec_probe_string(&ps, probe, sizeof(probe));
 	if (rte_dev_probe(probe) != 0 ||
 	    rte_eth_dev_get_port_by_name(ps.devname, p->ethdev) != 0) {
@@ -1363,6 +1401,7 @@ static json_t *options_json(const struct opts *o)
 
 	json_object_set_new(r, "load", json_string(o->load_arg ? o->load_arg : "default"));
 	json_object_set_new(r, "burst", json_integer(o->burst));
+	json_object_set_new(r, "ring", json_integer(o->ring));
 	json_object_set_new(r, "touch", json_boolean(o->touch));
 	json_object_set_new(r, "sink_ports", strings_json(o->sink_specs, o->n_sink_specs));
 	return r;
@@ -1786,7 +1825,7 @@ static unsigned int pool_size(const struct opts *o)
 	unsigned int ports = o->n_ports + o->n_reflect + o->n_vnf_in + o->n_vnf_out +
 			     o->n_sink_specs;
 
-	return RTE_MAX(16383u, ports * (2 * GEN_RING + 2 * GEN_BURST + o->burst) + 4096);
+	return RTE_MAX(16383u, ports * (2u * o->ring + 2 * GEN_BURST + o->burst) + 4096);
 }
 
 /* Every port in rank order (port_rank), each class in the order given. */
@@ -2059,7 +2098,7 @@ static void catch_signals(void)
 
 int main(int argc, char **argv)
 {
-	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST,
+	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST, .ring = GEN_RING,
 		.vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
 		.window = 1.0, .settle = 0.3 } };
 	int first;

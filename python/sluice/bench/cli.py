@@ -409,6 +409,13 @@ def make_parser() -> argparse.ArgumentParser:
                     help="relative width at which a search stops (default 0.02)")
     nd.add_argument("--search-budget", type=float, default=240.0,
                     help="seconds one search may take before it gives up (default 240)")
+    nd.add_argument("--gen-ring", type=int, default=16384, metavar="N",
+                    help="the generator's ring slots (sluice-gen --ring; virtio-user takes "
+                         "8192 at most); zero loss needs rings that outlast the host's "
+                         "stalls of a vCPU; 0 keeps sluice-gen's defaults (default 16384)")
+    nd.add_argument("--placement-wait", type=float, default=20.0, metavar="S",
+                    help="longest wait before a trial for the search's placement to come "
+                         "back (default 20)")
     add_common(nd)
     nd.set_defaults(scenario="p2p,v2v", sizes=(64, 256), baseline="testpmd")
     cmp_ = sub.add_parser("compare", help="two switches in alternating windows",
@@ -501,6 +508,10 @@ def run_ndr(args: argparse.Namespace) -> int:
     except ImportError:
         print(f"{PROG}: the MLRsearch package is missing: run scripts/setup.sh", file=sys.stderr)
         return 2
+    ring = args.gen_ring
+    if ring and (ring < 64 or ring > 16384 or ring & (ring - 1)):
+        print(f"{PROG} ndr: --gen-ring: a power of two from 64 to 16384, or 0", file=sys.stderr)
+        return 2
     # Each trial sends for NDR_WARMUP_S more than it counts: the first bursts after the
     # generator's links come up can be refused while the switch's queues start (32 to 9000
     # frames at any rate, seen here), which is no loss of the rate under test.
@@ -520,7 +531,8 @@ def run_ndr(args: argparse.Namespace) -> int:
                     lambda msg: print(msg, file=sys.stderr))
     rows = ndr.run(runner, args.max_rate, {
         "trial_s": args.trial_seconds, "duration_sum": args.duration_sum,
-        "width": args.width, "budget_s": args.search_budget})
+        "width": args.width, "budget_s": args.search_budget},
+        ring=args.gen_ring, placement_wait_s=args.placement_wait)
     print(f"results: {s.out / 'results.jsonl'} ({len(rows)} rows)")
     if not args.no_report and rows:
         from sluice.bench import report

@@ -6,9 +6,14 @@ as loss, as RFC 2544 and the OVS-DPDK paper count it), so loss = offered - recei
 
 Rates on these machines flip by 1.4-2.6x with the vCPU placement, and a search whose trials
 mix placements finds a bound of neither. So a search keeps to one placement: the first
-trial's label becomes the search's, a trial labelled otherwise is repeated (up to
-`retries` times), and when the placement will not come back the search stops as
-`placement_unstable`. The result says which placement it rests on.
+trial's label becomes the search's; before every later trial the search waits (up to
+`wait_s`) until the monitor sees that placement again, a trial labelled otherwise all the
+same is repeated (up to `retries` times), and when the placement will not come back the
+search stops as `placement_unstable`. The result says which placement it rests on.
+
+Zero loss also needs rings that outlast the host's stalls of a vCPU (milliseconds here): a
+trial's generator runs with `--ring` (16384 slots for memif, 8192 for virtio-user) unless
+told otherwise, and the rows say so (`gen_ring`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ class SearchLog:
     kept: list[tuple[float, float, TrialOutcome]] = field(default_factory=list)
     repeated: list[tuple[float, float, TrialOutcome]] = field(default_factory=list)
     placement: str = ""
+    waited_s: float = 0.0
+
+
+AwaitPlacement = Callable[[str], float]
+"""Waits until the monitor sees the given placement (or gives up); returns seconds waited."""
 
 
 class PlacementUnstable(RuntimeError):
@@ -51,13 +61,16 @@ def measurer_class() -> type:
         """Runs TRIAL(duration, per-port load) and keeps to one placement label."""
 
         def __init__(self, trial: Callable[[float, float], TrialOutcome], log: SearchLog,
-                     retries: int = 3) -> None:
+                     retries: int = 3, await_placement: AwaitPlacement | None = None) -> None:
             self.trial = trial
             self.log = log
             self.retries = retries
+            self.await_placement = await_placement
 
         def measure(self, intended_duration: float, intended_load: float) -> Any:
             for _ in range(self.retries + 1):
+                if self.log.placement and self.await_placement is not None:
+                    self.log.waited_s += self.await_placement(self.log.placement)
                 out = self.trial(intended_duration, intended_load)
                 if not self.log.placement or out.placement == self.log.placement:
                     break
@@ -89,13 +102,15 @@ class Bound:
 
 def search(trial: Callable[[float, float], TrialOutcome], max_load: float,
            min_load: float = 10_000.0, trial_s: float = 1.0, duration_sum: float = 3.0,
-           width: float = 0.02, budget_s: float = 300.0,
-           retries: int = 3) -> tuple[list[Bound], SearchLog]:
+           width: float = 0.02, budget_s: float = 300.0, retries: int = 3,
+           await_placement: AwaitPlacement | None = None,
+           log: SearchLog | None = None) -> tuple[list[Bound], SearchLog]:
     """NDR and PDR of the path TRIAL measures; loads per sending port, up to MAX_LOAD.
 
     Short trials (TRIAL_S) summing to DURATION_SUM seconds per bound, to a relative WIDTH:
     coarser than CSIT's defaults (1 s trials summing to 21 s, 0.5 %), since every trial
-    here starts a generator and the placement drifts within minutes."""
+    here starts a generator and the placement drifts within minutes. LOG (new if None)
+    gathers the trials, also when the search raises."""
     from MLRsearch import Config, MultipleLossRatioSearch, SearchGoal
 
     goals = {name: SearchGoal(loss_ratio=ratio, exceed_ratio=0.5, relative_width=width,
@@ -109,9 +124,10 @@ def search(trial: Callable[[float, float], TrialOutcome], max_load: float,
     config.min_load = min(min_load, max_load / 2)
     config.search_duration_max = budget_s
     config.warmup_duration = None
-    log = SearchLog()
+    log = log if log is not None else SearchLog()
     result = MultipleLossRatioSearch(config=config).search(
-        measurer=measurer_class()(trial, log, retries), debug=lambda _msg: None)
+        measurer=measurer_class()(trial, log, retries, await_placement),
+        debug=lambda _msg: None)
     bounds = []
     for name, goal in goals.items():
         r = result[goal]
@@ -132,16 +148,33 @@ def _placement_of(runner: Any, res: Any) -> str:
                            res.samples[-1].monotonic_s)
 
 
+def placement_waiter(runner: Any, wait_s: float) -> AwaitPlacement:
+    """An AwaitPlacement on RUNNER's monitor: polls its label until it reads WANT, for at
+    most WAIT_S seconds (a placement lasts 1 to 20 s here, PLATFORM.md)."""
+    import time
+
+    def wait(want: str) -> float:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < wait_s:
+            if runner.current_label(wait_s=0.6) in (want, "unlabelled"):
+                break
+        return time.monotonic() - t0
+    return wait
+
+
 def trial_runner(runner: Any, live: Any, scn: Any, key: str, size: int,
-                 counter: list[int]) -> Callable[[float, float], TrialOutcome]:
-    """A TRIAL function for search(): one open-loop sluice-gen run of KEY at a load."""
+                 counter: list[int], ring: int = 0) -> Callable[[float, float], TrialOutcome]:
+    """A TRIAL function for search(): one open-loop sluice-gen run of KEY at a load, its
+    rings RING slots long (0: sluice-gen's own sizes)."""
     from sluice.bench.plan import TrialSpec
+
+    ring_args = ["--ring", str(ring)] if ring else []
 
     def trial(duration: float, load: float) -> TrialOutcome:
         counter[0] += 1
         spec = TrialSpec(scn, size, counter[0], "interleaved", (key,))
         res = runner.run_gen(spec, [live.switches[key]], live,
-                             ["--rate", f"{load:.0f}", "--load", "open"])
+                             ["--rate", f"{load:.0f}", "--load", "open", *ring_args])
         s = res.summary
         offered = int(s.get("tx_packets", 0)) + int(s.get("not_accepted", 0) or 0)
         return TrialOutcome(offered, int(s.get("rx_packets", 0)), _placement_of(runner, res),
@@ -149,9 +182,11 @@ def trial_runner(runner: Any, live: Any, scn: Any, key: str, size: int,
     return trial
 
 
-def run(runner: Any, max_load: float, opts: dict[str, float]) -> list[Any]:
+def run(runner: Any, max_load: float, opts: dict[str, float], ring: int = 0,
+        placement_wait_s: float = 20.0) -> list[Any]:
     """NDR and PDR of every switch, scenario and size of RUNNER's settings; rows appended
-    to its results.jsonl as each search ends."""
+    to its results.jsonl as each search ends. RING: the generator's --ring (0: its own
+    sizes); PLACEMENT_WAIT_S: how long a trial waits for the search's placement."""
     import signal
     import time
 
@@ -170,22 +205,29 @@ def run(runner: Any, max_load: float, opts: dict[str, float]) -> list[Any]:
                     sw = live.switches[key]
                     for size in sizes:
                         counter = [0]
+                        log = SearchLog()
+                        bounds: list[Bound] = []
                         live.signal([key], signal.SIGCONT)
                         t0 = time.monotonic()
                         try:
                             time.sleep(0.3)
                             with runner.monitor.running():
-                                bounds, log = search(trial_runner(runner, live, scn, key, size,
-                                                                  counter), max_load, **opts)
+                                bounds, log = search(
+                                    trial_runner(runner, live, scn, key, size, counter, ring),
+                                    max_load, **opts, log=log,
+                                    await_placement=placement_waiter(runner, placement_wait_s))
                             outcome = "found"
                         except PlacementUnstable as e:
-                            bounds, log, outcome = [], SearchLog(), f"placement_unstable: {e}"
+                            outcome = f"placement_unstable: {e}"
                         except Exception as e:  # noqa: BLE001  a failed search is recorded
-                            bounds, log, outcome = [], SearchLog(), f"failed: {e}"
+                            outcome = f"failed: {e}"
                         finally:
                             live.signal([key], signal.SIGSTOP)
                         runner.progress(time.monotonic() - t0,
-                                        f"{scn.label()} {size} B {key}: NDR/PDR {outcome}")
+                                        f"{scn.label()} {size} B {key}: NDR/PDR {outcome} "
+                                        f"({len(log.kept)} trials kept, {len(log.repeated)} "
+                                        f"repeated, {log.waited_s:.0f} s waiting for "
+                                        f"{log.placement or 'a placement'})")
                         if outcome != "found":
                             runner.skip(key, scn, f"NDR/PDR at {size} B: {outcome}")
                         senders = scn.pairs * (2 if scn.direction == "bidir" else 1)
@@ -202,7 +244,8 @@ def run(runner: Any, max_load: float, opts: dict[str, float]) -> list[Any]:
                             search_lower_pps=(b.lower_pps or 0.0) * senders,
                             search_upper_pps=(b.upper_pps or 0.0) * senders,
                             search_trials=len(log.kept), search_repeated=len(log.repeated),
-                            samples=len(log.kept), counted_s=sum(o.seconds for _, _, o in log.kept))
+                            samples=len(log.kept), gen_ring=ring or None,
+                            counted_s=sum(o.seconds for _, _, o in log.kept))
                             for b in bounds]
                         append_rows(runner.results, new)
                         rows += new

@@ -198,13 +198,19 @@ def search_sections(rows: Sequence[Row]) -> list[Section]:
               f"{r.loss * 100:g} %", f"{r.rx_pps / 1e6:.3f}",
               f"{(r.search_lower_pps or 0) / 1e6:.3f}-{(r.search_upper_pps or 0) / 1e6:.3f}",
               r.placement, str(r.search_trials), str(r.search_repeated)] for r in found]
+    rings = sorted({r.gen_ring for r in found if r.gen_ring})
+    ring_text = (f" The generator's rings had {', '.join(map(str, rings))} slots (memif; "
+                 "virtio-user at most 8192), so a stall of the switch's vCPU is buffered, "
+                 "not lost." if rings else
+                 " The generator kept its default rings (1024 slots; virtio-user 256): "
+                 "a stall of the switch's vCPU longer than a ring's worth is loss.")
     return [("NDR and PDR (MLRsearch)",
              "The highest offered rate with at most 0.5 % loss (PDR) and with none (NDR), found "
              "by FD.io CSIT's MLRsearch over open-loop sluice-gen trials (what a port refuses "
              "counts as loss). A search keeps to the placement of its first trial and repeats "
              "trials that ran in another; 'bounds' are its relevant lower and upper bounds, "
              "the spread of the figure. PDR leads: NDR on a shared VM catches the host's "
-             "rarest preemption.",
+             "rarest preemption." + ring_text,
              ["scenario", "size", "switch", "goal", "loss at most", "Mpps", "bounds Mpps",
               "placement", "trials kept", "trials repeated"], lines)]
 

@@ -79,6 +79,7 @@ class Row:
     search_upper_pps: float | None = None   # relevant bounds (all senders together)
     search_trials: int = 0         # trials the search kept (one placement) ...
     search_repeated: int = 0       # ... and repeated because the placement had changed
+    gen_ring: int | None = None    # sluice-gen's --ring (NDR/PDR trials), None: its defaults
     # Latency trials (method "latency"): at a fraction of R+ ("loads") or a fixed rate.
     latency_kind: str = ""         # loads, fixed, or "" (throughput: saturated latency)
     latency_load: float | None = None   # fraction of R+ (loads)
