@@ -241,6 +241,23 @@ def test_ndr_pdr_search_finds_a_synthetic_links_capacity() -> None:
     assert log.placement == "near" and log.kept and not log.repeated
 
 
+def test_ndr_counts_what_the_generator_could_not_offer() -> None:
+    """A generator that tops out at 4 Mpps in front of a 7 Mpps link: the search finds 4,
+    not the link's 7 or the asked maximum, and says the bound is the generator's."""
+    pytest.importorskip("MLRsearch")
+    from sluice.bench.ndr import TrialOutcome, generator_bound, search
+
+    def capped(duration: float, load: float) -> TrialOutcome:
+        asked = int(load * duration)
+        tried = min(asked, int(4e6 * duration))
+        return TrialOutcome(asked, min(tried, int(7e6 * duration)), "near", duration, tried)
+
+    bounds, log = search(capped, 20e6, trial_s=0.5, duration_sum=1.0, budget_s=60)
+    ndr = next(b for b in bounds if b.goal == "ndr")
+    assert ndr.throughput_pps is not None and 3.8e6 <= ndr.throughput_pps <= 4e6
+    assert generator_bound(log, ndr)
+
+
 def test_ndr_search_keeps_to_one_placement() -> None:
     """A trial in another placement is repeated; one that never comes back ends it."""
     pytest.importorskip("MLRsearch")

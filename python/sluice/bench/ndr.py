@@ -2,7 +2,9 @@
 
 NDR is the highest offered rate with no loss, PDR with at most 0.5 % loss. Every trial is
 an open-loop sluice-gen run (`--load open --rate R`: what the switch's port refuses counts
-as loss, as RFC 2544 and the OVS-DPDK paper count it), so loss = offered - received.
+as loss, as RFC 2544 and the OVS-DPDK paper count it), so loss = asked - received: frames
+the generator could not even try count too, or a search would credit a switch with a rate
+that was never offered. A bound where the generator fell short is marked generator-bound.
 
 Rates on these machines flip by 1.4-2.6x with the vCPU placement, and a search whose trials
 mix placements finds a bound of neither. So a search keeps to one placement: the first
@@ -27,12 +29,20 @@ GOALS = (("pdr", 0.005), ("ndr", 0.0))
 
 @dataclass(frozen=True)
 class TrialOutcome:
-    """One open-loop trial: frames offered (tried) and received, and its placement."""
+    """One open-loop trial: frames offered (asked of the generator) and received, and its
+    placement; TRIED (what the generator managed to try, 0: as offered) tells a generator
+    that fell short from a switch that lost."""
 
     offered: int
     received: int
     placement: str
     seconds: float
+    tried: int = 0
+
+    @property
+    def generator_short(self) -> bool:
+        """Whether the generator tried less than 99.5 % of what it was asked."""
+        return bool(self.tried) and self.tried < 0.995 * self.offered
 
 
 @dataclass
@@ -87,6 +97,15 @@ def measurer_class() -> type:
                 duration_with_overheads=out.seconds)
 
     return GenMeasurer
+
+
+def generator_bound(log: SearchLog, bound: Bound) -> bool:
+    """Whether the generator fell short in a kept trial at the load of BOUND's upper bound
+    (where the goal failed): the bound is then the generator's, not the switch's."""
+    if bound.upper_pps is None:
+        return False
+    return any(out.generator_short for _, load, out in log.kept
+               if abs(load - bound.upper_pps) <= 1e-3 * bound.upper_pps)
 
 
 @dataclass(frozen=True)
@@ -176,9 +195,11 @@ def trial_runner(runner: Any, live: Any, scn: Any, key: str, size: int,
         res = runner.run_gen(spec, [live.switches[key]], live,
                              ["--rate", f"{load:.0f}", "--load", "open", *ring_args])
         s = res.summary
-        offered = int(s.get("tx_packets", 0)) + int(s.get("not_accepted", 0) or 0)
-        return TrialOutcome(offered, int(s.get("rx_packets", 0)), _placement_of(runner, res),
-                            float(s.get("duration_s", duration)))
+        seconds = float(s.get("duration_s", duration))
+        tried = int(s.get("tx_packets", 0)) + int(s.get("not_accepted", 0) or 0)
+        asked = round(load * seconds * max(1, len(s.get("streams") or [])))
+        return TrialOutcome(max(asked, tried), int(s.get("rx_packets", 0)),
+                            _placement_of(runner, res), seconds, tried)
     return trial
 
 
@@ -238,7 +259,7 @@ def run(runner: Any, max_load: float, opts: dict[str, float], ring: int = 0,
                             placement=log.placement or "unlabelled", method="search",
                             rx_pps=(b.throughput_pps or 0.0) * senders,
                             tx_pps=(b.throughput_pps or 0.0) * senders, loss=b.loss_ratio,
-                            oversubscribed=False, generator_bound=False,
+                            oversubscribed=False, generator_bound=generator_bound(log, b),
                             kernel_path=scn.kernel_path, port_kind=sw.port_kind(),
                             steering=sw.steering(), pairs=scn.pairs, search_goal=b.goal,
                             search_lower_pps=(b.lower_pps or 0.0) * senders,

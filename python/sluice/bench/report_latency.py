@@ -195,7 +195,8 @@ def search_sections(rows: Sequence[Row]) -> list[Section]:
         return []
     found.sort(key=lambda r: (_scn(r), r.size, switch_key(r), r.search_goal != "pdr"))
     lines = [[_scn(r), f"{r.size} B", switch_key(r), r.search_goal.upper(),
-              f"{r.loss * 100:g} %", f"{r.rx_pps / 1e6:.3f}",
+              f"{r.loss * 100:g} %",
+              f"{r.rx_pps / 1e6:.3f}" + (" (generator-bound)" if r.generator_bound else ""),
               f"{(r.search_lower_pps or 0) / 1e6:.3f}-{(r.search_upper_pps or 0) / 1e6:.3f}",
               r.placement, str(r.search_trials), str(r.search_repeated)] for r in found]
     rings = sorted({r.gen_ring for r in found if r.gen_ring})
@@ -210,7 +211,9 @@ def search_sections(rows: Sequence[Row]) -> list[Section]:
              "counts as loss). A search keeps to the placement of its first trial and repeats "
              "trials that ran in another; 'bounds' are its relevant lower and upper bounds, "
              "the spread of the figure. PDR leads: NDR on a shared VM catches the host's "
-             "rarest preemption." + ring_text,
+             "rarest preemption. Loss is counted against the rate asked, so a generator "
+             "that falls short cannot be credited to the switch: such a bound is marked "
+             "generator-bound." + ring_text,
              ["scenario", "size", "switch", "goal", "loss at most", "Mpps", "bounds Mpps",
               "placement", "trials kept", "trials repeated"], lines)]
 
