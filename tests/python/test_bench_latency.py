@@ -249,8 +249,9 @@ def test_ndr_counts_what_the_generator_could_not_offer() -> None:
 
     def capped(duration: float, load: float) -> TrialOutcome:
         asked = int(load * duration)
-        tried = min(asked, int(4e6 * duration))
-        return TrialOutcome(asked, min(tried, int(7e6 * duration)), "near", duration, tried)
+        tried = min(int(0.998 * asked), int(4e6 * duration))    # pacing's grain: 0.2 % short
+        return TrialOutcome.of(asked, tried, min(tried, int(7e6 * duration)), "near",
+                               duration)
 
     bounds, log = search(capped, 20e6, trial_s=0.5, duration_sum=1.0, budget_s=60)
     ndr = next(b for b in bounds if b.goal == "ndr")
@@ -259,9 +260,10 @@ def test_ndr_counts_what_the_generator_could_not_offer() -> None:
 
 
 def test_ndr_search_keeps_to_one_placement() -> None:
-    """A trial in another placement is repeated; one that never comes back ends it."""
+    """A trial in another placement is repeated; a search whose placement does not come
+    back starts again in the one of the moment."""
     pytest.importorskip("MLRsearch")
-    from sluice.bench.ndr import PlacementUnstable, TrialOutcome, search
+    from sluice.bench.ndr import TrialOutcome, search
     labels = iter(["near", "far", "near"] + ["near"] * 200)
 
     def flips_once(duration: float, load: float) -> TrialOutcome:
@@ -269,15 +271,58 @@ def test_ndr_search_keeps_to_one_placement() -> None:
         return TrialOutcome(off, min(off, int(5e6 * duration)), next(labels), duration)
 
     _, log = search(flips_once, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60)
-    assert len(log.repeated) == 1 and log.placement == "near"
+    assert len(log.repeated) == 1 and log.placement == "near" and log.starts == 1
     far = iter(["near"] + ["far"] * 50)
 
     def goes_far(duration: float, load: float) -> TrialOutcome:
         off = int(load * duration)
         return TrialOutcome(off, min(off, int(5e6 * duration)), next(far), duration)
 
-    with pytest.raises(PlacementUnstable):
-        search(goes_far, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60, retries=2)
+    bounds, log = search(goes_far, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60,
+                         retries=2)
+    assert log.placement == "far" and log.starts == 2 and len(log.repeated) == 3
+    assert all(out.placement == "far" for _, _, out in log.kept)
+
+
+def test_ndr_search_replays_a_placements_trials_when_it_comes_back() -> None:
+    """near, then far for a while, then near again: the second near search replays the
+    first's trials instead of running them, and ends where a search in near alone ends."""
+    pytest.importorskip("MLRsearch")
+    from sluice.bench.ndr import TrialOutcome, search
+    cap = {"near": 6e6, "far": 3e6}
+    state = {"now": "near", "trials": 0}
+    near_runs = []
+
+    def path(duration: float, load: float) -> TrialOutcome:
+        state["trials"] += 1
+        if state["trials"] == 4:
+            state["now"] = "far"             # the host moves the vCPUs ...
+        elif state["trials"] == 7:
+            state["now"] = "near"            # ... and back
+        off = int(load * duration)
+        here = str(state["now"])
+        if here == "near":
+            near_runs.append(load)
+        return TrialOutcome(off, min(off, int(cap[here] * duration)), here, duration)
+
+    def await_placement(want: str) -> tuple[float, bool]:
+        return 0.0, state["now"] == want
+
+    bounds, log = search(path, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60,
+                         await_placement=await_placement,
+                         current_placement=lambda: str(state["now"]))
+    assert log.placement == "near" and log.starts == 3
+    # The first search's three near trials were replayed, not run again.
+    assert log.ran == state["trials"]
+    assert [ld for _, ld, _ in log.kept][:3] == near_runs[:3]
+    assert all(out.placement == "near" for _, _, out in log.kept)
+
+    def near_alone(d: float, load: float) -> TrialOutcome:
+        off = int(load * d)
+        return TrialOutcome(off, min(off, int(cap["near"] * d)), "near", d)
+
+    alone, _ = search(near_alone, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60)
+    assert [b.throughput_pps for b in bounds] == [b.throughput_pps for b in alone]
 
 
 def test_ndr_search_waits_for_its_placement_and_keeps_its_log() -> None:
@@ -287,9 +332,9 @@ def test_ndr_search_waits_for_its_placement_and_keeps_its_log() -> None:
     from sluice.bench.ndr import PlacementUnstable, SearchLog, TrialOutcome, search
     waits: list[str] = []
 
-    def await_placement(want: str) -> float:
+    def await_placement(want: str) -> tuple[float, bool]:
         waits.append(want)
-        return 0.25
+        return 0.25, True
 
     def link(duration: float, load: float) -> TrialOutcome:
         off = int(load * duration)
@@ -307,7 +352,7 @@ def test_ndr_search_waits_for_its_placement_and_keeps_its_log() -> None:
 
     kept = SearchLog()
     with pytest.raises(PlacementUnstable):
-        search(drifts, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=60, retries=1, log=kept)
+        search(drifts, 10e6, trial_s=0.5, duration_sum=1.0, budget_s=0, retries=1, log=kept)
     assert len(kept.kept) == 2 and len(kept.repeated) == 2 and kept.placement == "near"
 
 

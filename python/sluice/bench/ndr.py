@@ -2,16 +2,23 @@
 
 NDR is the highest offered rate with no loss, PDR with at most 0.5 % loss. Every trial is
 an open-loop sluice-gen run (`--load open --rate R`: what the switch's port refuses counts
-as loss, as RFC 2544 and the OVS-DPDK paper count it), so loss = asked - received: frames
-the generator could not even try count too, or a search would credit a switch with a rate
-that was never offered. A bound where the generator fell short is marked generator-bound.
+as loss, as RFC 2544 and the OVS-DPDK paper count it), so loss = offered - received. The
+generator's pacing tries about 0.2 % fewer frames than rate x seconds (its schedule runs in
+bursts); short by more than GEN_TOLERANCE, it is offered the asked count instead, so the
+frames it could not even try count as loss: otherwise a search would credit a switch with a
+rate that was never offered. A bound where that happened is marked generator-bound.
 
 Rates on these machines flip by 1.4-2.6x with the vCPU placement, and a search whose trials
-mix placements finds a bound of neither. So a search keeps to one placement: the first
-trial's label becomes the search's; before every later trial the search waits (up to
-`wait_s`) until the monitor sees that placement again, a trial labelled otherwise all the
-same is repeated (up to `retries` times), and when the placement will not come back the
-search stops as `placement_unstable`. The result says which placement it rests on.
+mix placements finds a bound of neither. So a search keeps to one placement, and the
+placement may change under it. A search runs in the placement the monitor sees when it
+starts; before every trial it waits (up to `wait_s`) until the monitor sees that placement
+again, and a trial that ran in another all the same is repeated (up to `retries` times). When
+the placement does not come back, the search starts again in the placement of the moment.
+The trials each placement kept are replayed to its later searches (MLRsearch chooses its
+next load from the results so far alone, so it asks for the same loads again): no trial is
+wasted, and searches in both placements advance. The first search to end gives the result
+and says which placement it rests on; only the budget running out stops the whole
+(`placement_unstable` when the last try ended that way).
 
 Zero loss also needs rings that outlast the host's stalls of a vCPU (milliseconds here): a
 trial's generator runs with `--ring` (16384 slots for memif, 8192 for virtio-user) unless
@@ -25,42 +32,89 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GOALS = (("pdr", 0.005), ("ndr", 0.0))
+GEN_TOLERANCE = 0.005   # a generator that tries this much less than asked is short of it
 
 
 @dataclass(frozen=True)
 class TrialOutcome:
-    """One open-loop trial: frames offered (asked of the generator) and received, and its
-    placement; TRIED (what the generator managed to try, 0: as offered) tells a generator
-    that fell short from a switch that lost."""
+    """One open-loop trial: frames offered (loss is counted against them) and received,
+    and its placement; ASKED (rate x seconds x senders, 0: unknown) and what the generator
+    TRIED tell a generator that fell short from a switch that lost."""
 
     offered: int
     received: int
     placement: str
     seconds: float
     tried: int = 0
+    asked: int = 0
 
     @property
     def generator_short(self) -> bool:
-        """Whether the generator tried less than 99.5 % of what it was asked."""
-        return bool(self.tried) and self.tried < 0.995 * self.offered
+        """Whether the generator tried less than it was asked, beyond its pacing's grain."""
+        return self.tried < (1 - GEN_TOLERANCE) * self.asked
+
+    @classmethod
+    def of(cls, asked: int, tried: int, received: int, placement: str,
+           seconds: float) -> TrialOutcome:
+        """A trial's outcome; offered is what was tried unless the generator was short."""
+        short = tried < (1 - GEN_TOLERANCE) * asked
+        return cls(asked if short else tried, received, placement, seconds, tried, asked)
 
 
 @dataclass
 class SearchLog:
-    """Every trial a search ran, kept ones and repeated ones."""
+    """The trials of a search: kept (its placement's, replayed ones included), repeated (run
+    in another placement), the seconds it waited for its placement, and how many times it
+    was started (once, and again after each placement change)."""
 
     kept: list[tuple[float, float, TrialOutcome]] = field(default_factory=list)
     repeated: list[tuple[float, float, TrialOutcome]] = field(default_factory=list)
     placement: str = ""
     waited_s: float = 0.0
+    starts: int = 0
+    ran: int = 0                  # trials run; the rest of `kept` were replayed
 
 
-AwaitPlacement = Callable[[str], float]
-"""Waits until the monitor sees the given placement (or gives up); returns seconds waited."""
+AwaitPlacement = Callable[[str], tuple[float, bool]]
+"""Waits until the monitor sees the given placement: seconds waited and whether it came."""
+
+CurrentPlacement = Callable[[], str]
+"""The placement the monitor sees now ('unlabelled' when it cannot tell)."""
 
 
 class PlacementUnstable(RuntimeError):
-    """The placement changed and did not come back within the retries."""
+    """The placement changed and did not come back within the retries or the wait."""
+
+
+class Replay:
+    """Trials per placement, by (duration, load) in the order they ran, so a search started
+    again in a placement gets the results earlier searches had there. A trial that ran in
+    another placement than its search's is kept for that placement."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, dict[tuple[float, float], list[TrialOutcome]]] = {}
+        self.used: dict[tuple[str, tuple[float, float]], int] = {}
+
+    def restart(self) -> None:
+        """A new search: every kept trial may be handed out again."""
+        self.used = {}
+
+    def take(self, placement: str, key: tuple[float, float]) -> TrialOutcome | None:
+        """The next kept outcome of KEY in PLACEMENT this search has not had, or None."""
+        got = self.kept.get(placement, {}).get(key, [])
+        n = self.used.get((placement, key), 0)
+        if n >= len(got):
+            return None
+        self.used[(placement, key)] = n + 1
+        return got[n]
+
+    def add(self, key: tuple[float, float], out: TrialOutcome, taken: bool) -> None:
+        """A trial that ran, kept under its placement; TAKEN: this search uses it now."""
+        if out.placement not in ("near", "far"):
+            return
+        self.kept.setdefault(out.placement, {}).setdefault(key, []).append(out)
+        if taken:
+            self.used[(out.placement, key)] = self.used.get((out.placement, key), 0) + 1
 
 
 def measurer_class() -> type:
@@ -68,28 +122,42 @@ def measurer_class() -> type:
     from MLRsearch import AbstractMeasurer, MeasurementResult
 
     class GenMeasurer(AbstractMeasurer):  # type: ignore[misc]
-        """Runs TRIAL(duration, per-port load) and keeps to one placement label."""
+        """Runs TRIAL(duration, per-port load) in one placement, replaying kept trials."""
 
         def __init__(self, trial: Callable[[float, float], TrialOutcome], log: SearchLog,
-                     retries: int = 3, await_placement: AwaitPlacement | None = None) -> None:
+                     replay: Replay, retries: int = 3,
+                     await_placement: AwaitPlacement | None = None) -> None:
             self.trial = trial
             self.log = log
+            self.replay = replay
             self.retries = retries
             self.await_placement = await_placement
 
-        def measure(self, intended_duration: float, intended_load: float) -> Any:
+        def run_in_placement(self, duration: float, load: float) -> TrialOutcome:
+            """One trial in the search's placement (the first trial fixes it if unset)."""
             for _ in range(self.retries + 1):
                 if self.log.placement and self.await_placement is not None:
-                    self.log.waited_s += self.await_placement(self.log.placement)
-                out = self.trial(intended_duration, intended_load)
-                if not self.log.placement or out.placement == self.log.placement:
-                    break
-                self.log.repeated.append((intended_duration, intended_load, out))
-            else:
-                raise PlacementUnstable(
-                    f"{self.retries + 1} trials in a row ran {out.placement}, the search "
-                    f"rests on {self.log.placement}")
-            self.log.placement = self.log.placement or out.placement
+                    waited, came = self.await_placement(self.log.placement)
+                    self.log.waited_s += waited
+                    if not came:
+                        raise PlacementUnstable(f"{self.log.placement} did not come back "
+                                                f"in {waited:.0f} s")
+                out = self.trial(duration, load)
+                self.log.ran += 1
+                mine = not self.log.placement or out.placement == self.log.placement
+                self.replay.add((duration, load), out, taken=mine)
+                if mine:
+                    self.log.placement = self.log.placement or out.placement
+                    return out
+                self.log.repeated.append((duration, load, out))
+            raise PlacementUnstable(f"{self.retries + 1} trials in a row ran {out.placement}, "
+                                    f"the search rests on {self.log.placement}")
+
+        def measure(self, intended_duration: float, intended_load: float) -> Any:
+            key = (intended_duration, intended_load)
+            out = self.replay.take(self.log.placement, key) if self.log.placement else None
+            if out is None:
+                out = self.run_in_placement(intended_duration, intended_load)
             self.log.kept.append((intended_duration, intended_load, out))
             return MeasurementResult(
                 intended_duration=intended_duration, intended_load=intended_load,
@@ -97,15 +165,6 @@ def measurer_class() -> type:
                 duration_with_overheads=out.seconds)
 
     return GenMeasurer
-
-
-def generator_bound(log: SearchLog, bound: Bound) -> bool:
-    """Whether the generator fell short in a kept trial at the load of BOUND's upper bound
-    (where the goal failed): the bound is then the generator's, not the switch's."""
-    if bound.upper_pps is None:
-        return False
-    return any(out.generator_short for _, load, out in log.kept
-               if abs(load - bound.upper_pps) <= 1e-3 * bound.upper_pps)
 
 
 @dataclass(frozen=True)
@@ -119,17 +178,30 @@ class Bound:
     upper_pps: float | None
 
 
+def generator_bound(log: SearchLog, bound: Bound) -> bool:
+    """Whether the generator fell short in a kept trial at the load of BOUND's upper bound
+    (where the goal failed): the bound is then the generator's, not the switch's."""
+    if bound.upper_pps is None:
+        return False
+    return any(out.generator_short for _, load, out in log.kept
+               if abs(load - bound.upper_pps) <= 1e-3 * bound.upper_pps)
+
+
 def search(trial: Callable[[float, float], TrialOutcome], max_load: float,
            min_load: float = 10_000.0, trial_s: float = 1.0, duration_sum: float = 3.0,
            width: float = 0.02, budget_s: float = 300.0, retries: int = 3,
            await_placement: AwaitPlacement | None = None,
+           current_placement: CurrentPlacement | None = None,
            log: SearchLog | None = None) -> tuple[list[Bound], SearchLog]:
     """NDR and PDR of the path TRIAL measures; loads per sending port, up to MAX_LOAD.
 
     Short trials (TRIAL_S) summing to DURATION_SUM seconds per bound, to a relative WIDTH:
     coarser than CSIT's defaults (1 s trials summing to 21 s, 0.5 %), since every trial
-    here starts a generator and the placement drifts within minutes. LOG (new if None)
-    gathers the trials, also when the search raises."""
+    here starts a generator and the placement drifts within minutes. A search that loses
+    its placement starts again in the current one (module docstring) until BUDGET_S runs
+    out. LOG (new if None) ends as the last search's, also when this raises."""
+    import time
+
     from MLRsearch import Config, MultipleLossRatioSearch, SearchGoal
 
     goals = {name: SearchGoal(loss_ratio=ratio, exceed_ratio=0.5, relative_width=width,
@@ -137,16 +209,28 @@ def search(trial: Callable[[float, float], TrialOutcome], max_load: float,
                               duration_sum=duration_sum, preceding_targets=2,
                               expansion_coefficient=2, fail_fast=False)
              for name, ratio in GOALS}
-    config = Config()
-    config.goals = list(goals.values())
-    config.max_load = max_load
-    config.min_load = min(min_load, max_load / 2)
-    config.search_duration_max = budget_s
-    config.warmup_duration = None
     log = log if log is not None else SearchLog()
-    result = MultipleLossRatioSearch(config=config).search(
-        measurer=measurer_class()(trial, log, retries, await_placement),
-        debug=lambda _msg: None)
+    replay = Replay()
+    stop = time.monotonic() + budget_s
+    while True:
+        config = Config()
+        config.goals = list(goals.values())
+        config.max_load = max_load
+        config.min_load = min(min_load, max_load / 2)
+        config.search_duration_max = max(1.0, stop - time.monotonic())
+        config.warmup_duration = None
+        now = current_placement() if current_placement is not None else ""
+        log.placement = now if now in ("near", "far") else ""
+        log.kept, log.starts = [], log.starts + 1
+        replay.restart()
+        try:
+            result = MultipleLossRatioSearch(config=config).search(
+                measurer=measurer_class()(trial, log, replay, retries, await_placement),
+                debug=lambda _msg: None)
+            break
+        except PlacementUnstable:
+            if time.monotonic() >= stop:
+                raise
     bounds = []
     for name, goal in goals.items():
         r = result[goal]
@@ -169,15 +253,16 @@ def _placement_of(runner: Any, res: Any) -> str:
 
 def placement_waiter(runner: Any, wait_s: float) -> AwaitPlacement:
     """An AwaitPlacement on RUNNER's monitor: polls its label until it reads WANT, for at
-    most WAIT_S seconds (a placement lasts 1 to 20 s here, PLATFORM.md)."""
+    most WAIT_S seconds (a placement lasts 1 to 20 s here, PLATFORM.md). Without a monitor
+    every placement reads 'unlabelled' and nothing waits."""
     import time
 
-    def wait(want: str) -> float:
+    def wait(want: str) -> tuple[float, bool]:
         t0 = time.monotonic()
         while time.monotonic() - t0 < wait_s:
             if runner.current_label(wait_s=0.6) in (want, "unlabelled"):
-                break
-        return time.monotonic() - t0
+                return time.monotonic() - t0, True
+        return time.monotonic() - t0, False
     return wait
 
 
@@ -198,8 +283,8 @@ def trial_runner(runner: Any, live: Any, scn: Any, key: str, size: int,
         seconds = float(s.get("duration_s", duration))
         tried = int(s.get("tx_packets", 0)) + int(s.get("not_accepted", 0) or 0)
         asked = round(load * seconds * max(1, len(s.get("streams") or [])))
-        return TrialOutcome(max(asked, tried), int(s.get("rx_packets", 0)),
-                            _placement_of(runner, res), seconds, tried)
+        return TrialOutcome.of(asked, tried, int(s.get("rx_packets", 0)),
+                               _placement_of(runner, res), seconds)
     return trial
 
 
@@ -236,7 +321,8 @@ def run(runner: Any, max_load: float, opts: dict[str, float], ring: int = 0,
                                 bounds, log = search(
                                     trial_runner(runner, live, scn, key, size, counter, ring),
                                     max_load, **opts, log=log,
-                                    await_placement=placement_waiter(runner, placement_wait_s))
+                                    await_placement=placement_waiter(runner, placement_wait_s),
+                                    current_placement=runner.current_label)
                             outcome = "found"
                         except PlacementUnstable as e:
                             outcome = f"placement_unstable: {e}"
@@ -246,9 +332,11 @@ def run(runner: Any, max_load: float, opts: dict[str, float], ring: int = 0,
                             live.signal([key], signal.SIGSTOP)
                         runner.progress(time.monotonic() - t0,
                                         f"{scn.label()} {size} B {key}: NDR/PDR {outcome} "
-                                        f"({len(log.kept)} trials kept, {len(log.repeated)} "
-                                        f"repeated, {log.waited_s:.0f} s waiting for "
-                                        f"{log.placement or 'a placement'})")
+                                        f"in {log.placement or 'no placement'} ({log.ran} "
+                                        f"trials run, {len(log.kept)} in the result, "
+                                        f"{len(log.repeated)} in another placement, "
+                                        f"{log.starts} start(s), {log.waited_s:.0f} s "
+                                        f"waiting)")
                         if outcome != "found":
                             runner.skip(key, scn, f"NDR/PDR at {size} B: {outcome}")
                         senders = scn.pairs * (2 if scn.direction == "bidir" else 1)
