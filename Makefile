@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 
 .PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz lint bench \
-	bench-full bench-quick clean help
+	bench-full bench-ndr bench-quick clean help
 
 all: build
 
@@ -15,6 +15,7 @@ help:
 	@echo "make fuzz         the learn-mode parser/table fuzz target for FUZZ_SECONDS (600)"
 	@echo "make bench-quick  sluiced patch vs dpdk-testpmd io, v2v, 64 B and 1500 B"
 	@echo "make bench        setup (with peers) + build + the default matrix (~18 min) + report"
+	@echo "make bench-ndr    NDR and PDR (MLRsearch), p2p and v2v at 64 and 256 B (~15 min)"
 	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes and"
 	@echo "                  IMIX, latency at loads and at 1 Mpps (hours)"
 	@echo "                  (BENCH_ARGS='--duration 2' shortens either)"
@@ -86,6 +87,12 @@ bench-full: setup-peers build
 		--scenario v2v,p2p,p2v,v2p,loopback-1,loopback-2,loopback-3,loopback-4,loopback-5 \
 		--phy memif,veth --direction uni,bidir --sizes 64,256,1024,1500,imix --trials 4 \
 		--duration 20 --latency loads,fixed:1Mpps --min-near 3 --budget 1800 $(BENCH_ARGS)
+
+# Section 8 of issue 8: zero-loss (NDR) and 0.5 % loss (PDR) rates, p2p and v2v at 64 and
+# 256 B (about 15 minutes: a search per switch, scenario and size).
+bench-ndr: setup-peers build
+	$(BENCH_LOCK) bin/sluice-bench ndr --scenario p2p,v2v --sizes 64,256 \
+		--switch sluice:patch,testpmd $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

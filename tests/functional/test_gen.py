@@ -101,7 +101,8 @@ def test_memif_pair_exact_counts_rate_and_latency(workdir: Path) -> None:
     assert res["tx_packets"] > 2_900_000
     assert res["rx_packets"] == res["tx_packets"]
     assert res["lost"] == res["duplicated"] == res["reordered"] == 0
-    assert abs(res["offered_pps"] - 1e6) / 1e6 < 0.01, res["offered_pps"]
+    # Paced on a measured TSC rate: DPDK's own, rounded to 10 MHz, was 0.15 % slow here.
+    assert abs(res["offered_pps"] - 1e6) / 1e6 < 0.001, res["offered_pps"]
     lat = res["latency_ns"]
     assert lat["count"] == res["rx_packets"]
     assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] \

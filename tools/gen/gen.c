@@ -49,7 +49,6 @@
 #define GEN_BURST 32                /* receive bursts; and --burst's default */
 #define GEN_MAX_BURST 512           /* --burst */
 #define GEN_RING 1024
-#define GEN_MAX_VIRTQUEUE 8192       /* --ring for virtio-user: see size_ring() */
 #define SEEN_BITS 4096              /* how far back duplicates are recognised */
 #define L1_OVERHEAD LOAD_L1_OVERHEAD
 
@@ -155,6 +154,45 @@ static void on_signal(int sig)
 	quit = 1;
 }
 
+/* A reading of the TSC and of CLOCK_MONOTONIC_RAW together. */
+struct tsc_mark {
+	uint64_t tsc;
+	double raw_s;
+};
+
+static struct tsc_mark tsc_mark_now(void)
+{
+	struct timespec ts;
+	struct tsc_mark m;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	m.tsc = rte_rdtsc();
+	m.raw_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return m;
+}
+
+/*
+ * The TSC's rate, from START (taken after DPDK's initialisation) to now on the kernel's
+ * unslewed clock. DPDK 22.11 rounds its own estimate to 10 MHz where the CPU does not state
+ * it (AMD, VMs): 2600 MHz for a TSC of 2596.12 MHz here, which paced every rate 0.15 % slow
+ * and lengthened every duration as much. Port set-up makes the span long (about a second);
+ * it is stretched to 100 ms at least.
+ */
+static uint64_t measured_tsc_hz(struct tsc_mark start)
+{
+	struct tsc_mark end = tsc_mark_now();
+	double span = end.raw_s - start.raw_s;
+
+	if (span < 0.1) {
+		struct timespec rest = { 0, (long)((0.1 - span) * 1e9) };
+
+		nanosleep(&rest, NULL);
+		end = tsc_mark_now();
+		span = end.raw_s - start.raw_s;
+	}
+	return (uint64_t)((double)(end.tsc - start.tsc) / span);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -211,8 +249,8 @@ static void usage(FILE *f)
 "                     not_accepted\n"
 "  --burst N          frames per transmit burst, 1..512 (32); pacing is per burst\n"
 "  --ring N           descriptors per queue, a power of two 64..16384 (1024); also the\n"
-"                     size of virtio-user's virtqueues (else 256; 8192 at most) and of\n"
-"                     memif's rings (else 1024) where the spec gives none. A larger ring\n"
+"                     size of virtio-user's virtqueues (else 256) and of memif's rings\n"
+"                     (else 1024) where the spec gives none. A larger ring\n"
 "                     rides out longer stalls of the peer, as zero-loss (NDR) trials need\n"
 "  --touch            the receiver reads every byte of every frame (a checksum, reported)\n"
 "  --announce         before the clock starts, every port (VNF ports too) sends a few\n"
@@ -661,10 +699,8 @@ static void size_ring(const struct opts *o, struct portspec *ps)
 
 	if (!o->ring_given)
 		return;
-	/* virtio-user failed to start with 16384 here: its transmit headers then need one
-	 * IOVA-contiguous zone larger than a 2 MB page. */
 	if (ps->kind == PORTSPEC_VIRTIO_USER && strstr(ps->devargs, "queue_size=") == NULL)
-		snprintf(end, room, ",queue_size=%u", RTE_MIN(o->ring, GEN_MAX_VIRTQUEUE));
+		snprintf(end, room, ",queue_size=%u", o->ring);
 	else if (ps->kind == PORTSPEC_MEMIF && strstr(ps->devargs, "rsize=") == NULL)
 		snprintf(end, room, ",rsize=%d", __builtin_ctz(o->ring));
 }
@@ -1789,6 +1825,9 @@ static int init_eal(int argc, char **argv, int first, const struct opts *o)
 						    "--huge-unlink" } },
 		{ any_pci_port(o) ? NULL : "--no-pci", NULL,
 		  { "--no-pci", "-a", "--allow", "-b", "--block" } },
+		/* Software ports need no physical addresses; as PA (this machine's default) a
+		 * virtqueue of 16384 failed to start, its zones no longer physically contiguous. */
+		{ any_pci_port(o) ? NULL : "--iova-mode=va", NULL, { "--iova-mode" } },
 		{ "--lcores", lcores, { "-l", "--lcores", "-c" } },
 		{ o->verbose ? "--log-level=*:notice" : "--log-level=*:error", NULL, { NULL } },
 		{ "--no-telemetry", NULL, { "--telemetry", "--no-telemetry" } },
@@ -1863,6 +1902,7 @@ static int setup(struct gen *g)
 {
 	unsigned int i;
 
+	/* DPDK's estimate until measured_tsc_hz() has a span to measure over. */
 	g->hz = rte_get_tsc_hz();
 	g->ns_per_tsc = 1e9 / (double)g->hz;
 	hist_init(&g->latency);
@@ -2098,9 +2138,10 @@ static void catch_signals(void)
 
 int main(int argc, char **argv)
 {
-	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST, .ring = GEN_RING,
-		.vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
+	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST,
+		.ring = GEN_RING, .vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
 		.window = 1.0, .settle = 0.3 } };
+	struct tsc_mark eal_ready;
 	int first;
 
 	first = parse_options(argc, argv, &g.o);
@@ -2121,11 +2162,14 @@ int main(int argc, char **argv)
 			rte_strerror(rte_errno));
 		return 1;
 	}
+	eal_ready = tsc_mark_now();
 	if (setup(&g) != 0) {
 		remove_server_sockets(&g);
 		finish(&g, 1);
 	}
 	wait_for_links();
+	g.hz = measured_tsc_hz(eal_ready);
+	g.ns_per_tsc = 1e9 / (double)g.hz;
 	if (g.o.announce)
 		announce(&g);
 	run_loop(&g);

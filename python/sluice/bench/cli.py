@@ -407,15 +407,17 @@ def make_parser() -> argparse.ArgumentParser:
                     help="trial seconds a bound must rest on (default 3; CSIT uses 21)")
     nd.add_argument("--width", type=float, default=0.02,
                     help="relative width at which a search stops (default 0.02)")
-    nd.add_argument("--search-budget", type=float, default=240.0,
-                    help="seconds one search may take before it gives up (default 240)")
+    nd.add_argument("--search-budget", type=float, default=300.0,
+                    help="seconds one search may take before it gives up (default 300)")
     nd.add_argument("--gen-ring", type=int, default=16384, metavar="N",
-                    help="the generator's ring slots (sluice-gen --ring; virtio-user takes "
-                         "8192 at most); zero loss needs rings that outlast the host's "
-                         "stalls of a vCPU; 0 keeps sluice-gen's defaults (default 16384)")
-    nd.add_argument("--placement-wait", type=float, default=20.0, metavar="S",
+                    help="the generator's ring slots (sluice-gen --ring, which sizes "
+                         "memif rings and virtqueues too); zero loss needs rings that "
+                         "outlast the host's stalls of a vCPU; 0 keeps sluice-gen's "
+                         "defaults (default 16384)")
+    nd.add_argument("--placement-wait", type=float, default=8.0, metavar="S",
                     help="longest wait before a trial for the search's placement to come "
-                         "back (default 20)")
+                         "back, after which the search starts again in the current one "
+                         "(default 8)")
     add_common(nd)
     nd.set_defaults(scenario="p2p,v2v", sizes=(64, 256), baseline="testpmd")
     cmp_ = sub.add_parser("compare", help="two switches in alternating windows",

@@ -21,7 +21,7 @@ and says which placement it rests on; only the budget running out stops the whol
 (`placement_unstable` when the last try ended that way).
 
 Zero loss also needs rings that outlast the host's stalls of a vCPU (milliseconds here): a
-trial's generator runs with `--ring` (16384 slots for memif, 8192 for virtio-user) unless
+trial's generator runs with `--ring` (16384 slots, memif rings and virtqueues too) unless
 told otherwise, and the rows say so (`gen_ring`).
 """
 
@@ -289,7 +289,7 @@ def trial_runner(runner: Any, live: Any, scn: Any, key: str, size: int,
 
 
 def run(runner: Any, max_load: float, opts: dict[str, float], ring: int = 0,
-        placement_wait_s: float = 20.0) -> list[Any]:
+        placement_wait_s: float = 8.0) -> list[Any]:
     """NDR and PDR of every switch, scenario and size of RUNNER's settings; rows appended
     to its results.jsonl as each search ends. RING: the generator's --ring (0: its own
     sizes); PLACEMENT_WAIT_S: how long a trial waits for the search's placement."""

@@ -200,9 +200,9 @@ def search_sections(rows: Sequence[Row]) -> list[Section]:
               f"{(r.search_lower_pps or 0) / 1e6:.3f}-{(r.search_upper_pps or 0) / 1e6:.3f}",
               r.placement, str(r.search_trials), str(r.search_repeated)] for r in found]
     rings = sorted({r.gen_ring for r in found if r.gen_ring})
-    ring_text = (f" The generator's rings had {', '.join(map(str, rings))} slots (memif; "
-                 "virtio-user at most 8192), so a stall of the switch's vCPU is buffered, "
-                 "not lost." if rings else
+    ring_text = (f" The generator's rings (memif rings, virtqueues) had "
+                 f"{', '.join(map(str, rings))} slots, so a stall of the switch's vCPU is "
+                 "buffered, not lost." if rings else
                  " The generator kept its default rings (1024 slots; virtio-user 256): "
                  "a stall of the switch's vCPU longer than a ring's worth is loss.")
     return [("NDR and PDR (MLRsearch)",
