@@ -179,3 +179,26 @@ def test_echo_gives_a_mean_rtt_per_burst_size(tmp_path: Path) -> None:
         assert x["loss"] == 0.0, x
     assert "echo test" in (out / "report.md").read_text()
     assert_cleaned_up(out)
+
+
+def test_ndr_pdr_search_over_memif(tmp_path: Path) -> None:
+    """sluice-bench ndr: MLRsearch over open-loop trials through sluiced, deep generator
+    rings, one placement per result; up to 2 Mpps, which this path carries (its R+ is
+    ten times that), so both bounds are found and neither is the generator's."""
+    pytest.importorskip("MLRsearch")
+    out = tmp_path / "ndr"
+    r = bench("ndr", "--scenario", "p2p", "--phy", "memif", "--switch", "sluice:patch",
+              "--sizes", "64", "--max-rate", "2Mpps", "--trial-seconds", "1",
+              "--duration-sum", "2", "--width", "0.05", "--search-budget", "90",
+              "--out", str(out), timeout=200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = {x["search_goal"]: x for x in rows(out)}
+    assert sorted(found) == ["ndr", "pdr"], rows(out)
+    for x in found.values():
+        assert x["method"] == "search" and x["gen_ring"] == 16384, x
+        assert x["search_trials"] >= 1 and x["placement"] in ("near", "far", "unlabelled")
+        assert 0 < x["rx_pps"] <= 2.05e6 and not x["generator_bound"], x
+        assert x["search_lower_pps"] <= x["rx_pps"] <= (x["search_upper_pps"] or 2.05e6), x
+    assert found["ndr"]["rx_pps"] <= found["pdr"]["rx_pps"]
+    assert "NDR and PDR (MLRsearch)" in (out / "report.md").read_text()
+    assert_cleaned_up(out)

@@ -270,6 +270,9 @@ def trial_runner(runner: Any, live: Any, scn: Any, key: str, size: int,
                  counter: list[int], ring: int = 0) -> Callable[[float, float], TrialOutcome]:
     """A TRIAL function for search(): one open-loop sluice-gen run of KEY at a load, its
     rings RING slots long (0: sluice-gen's own sizes)."""
+    import signal
+    import time
+
     from sluice.bench.plan import TrialSpec
 
     ring_args = ["--ring", str(ring)] if ring else []
@@ -277,6 +280,14 @@ def trial_runner(runner: Any, live: Any, scn: Any, key: str, size: int,
     def trial(duration: float, load: float) -> TrialOutcome:
         counter[0] += 1
         spec = TrialSpec(scn, size, counter[0], "interleaved", (key,))
+        if runner.dead([key], live):
+            # testpmd's memif server can fault as a generator disconnects (runner.revive):
+            # restarted, recorded in the manifest, and the search goes on.
+            runner.revive(spec, live)
+            if key not in live.switches:
+                raise RuntimeError(f"{key} ended and was not restarted")
+            live.signal([key], signal.SIGCONT)
+            time.sleep(0.3)
         res = runner.run_gen(spec, [live.switches[key]], live,
                              ["--rate", f"{load:.0f}", "--load", "open", *ring_args])
         s = res.summary

@@ -208,12 +208,17 @@ def search_sections(rows: Sequence[Row]) -> list[Section]:
     return [("NDR and PDR (MLRsearch)",
              "The highest offered rate with at most 0.5 % loss (PDR) and with none (NDR), found "
              "by FD.io CSIT's MLRsearch over open-loop sluice-gen trials (what a port refuses "
-             "counts as loss). A search keeps to the placement of its first trial and repeats "
-             "trials that ran in another; 'bounds' are its relevant lower and upper bounds, "
-             "the spread of the figure. PDR leads: NDR on a shared VM catches the host's "
-             "rarest preemption. Loss is counted against the rate asked, so a generator "
-             "that falls short cannot be credited to the switch: such a bound is marked "
-             "generator-bound." + ring_text,
+             "counts as loss). Each result rests on trials of one placement (named): a "
+             "search waits for its placement before a trial, and starts again in the other "
+             "when it does not come back, replaying that placement's earlier trials; 'trials "
+             "repeated' ran in the other placement. 'bounds' are its relevant lower and upper "
+             "bounds, the spread of the figure. PDR leads: NDR on a shared VM catches the "
+             "host's rarest preemption. A generator that tried less than 99.5 % of the rate "
+             "asked is charged the shortfall as loss, so it cannot be credited to the "
+             "switch; a bound where that happened is marked generator-bound (the switch may "
+             "do more). Searches ran one after another, so two switches' figures come from "
+             "different minutes of a host whose speed drifts: compare them with care (the "
+             "throughput tables' alternating windows are the comparison)." + ring_text,
              ["scenario", "size", "switch", "goal", "loss at most", "Mpps", "bounds Mpps",
               "placement", "trials kept", "trials repeated"], lines)]
 
