@@ -99,7 +99,7 @@ def test_latency_rows_validate_and_throughput_rows_have_no_latency_kind() -> Non
 def test_loads_table_prefers_near_per_load_and_labels_the_rest() -> None:
     rows = [lat_row(), lat_row(latency_load=0.1, latency_ns={"mean": 4000.0, "p99": 6000.0,
                                                               "count": 10.0}),
-            lat_row(latency_load=0.99, placement="far",
+            lat_row(latency_load=0.99, placement="far", rplus_placement="near",
                     latency_ns={"mean": 50000.0, "p99": 90000.0, "count": 10.0}),
             lat_row(latency_load=0.5, placement="far",
                     latency_ns={"mean": 1e6, "p99": 1e6, "count": 10.0}),
@@ -108,7 +108,7 @@ def test_loads_table_prefers_near_per_load_and_labels_the_rest() -> None:
     assert headers[3:6] == ["0.1 R+: mean (p99) us", "0.5 R+: mean (p99) us",
                             "0.99 R+: mean (p99) us"]
     assert lines == [["p2p/memif", "64 B", "sluice:patch", "4.0 (6.0)", "8.0 (20.0)",
-                      "50.0 (90.0) far", "1"]]
+                      "50.0 (90.0) far, R+ of near", "1"]]
 
 
 def test_fixed_table_and_cdf_figure(tmp_path: Path) -> None:
@@ -180,6 +180,25 @@ def test_rplus_prefers_rows_of_the_same_placement(runner: Runner) -> None:
     found = runner.rplus("a:x", scn, 64, "mixed")
     assert found is not None and found[1] == "any" and abs(found[0] - 15.5e6) < 1
     assert runner.rplus("b:x", scn, 64, "near") is None
+
+
+def test_a_load_trial_waits_for_the_placement_of_its_rplus(
+        runner: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.99 of a near R+ is no load of 0.99 in far placement: the trial waits for near
+    (and starts in whatever comes after LOAD_PLACEMENT_WAIT_S); without R+ in near or far,
+    or already in its placement, it does not wait."""
+    from sluice.bench import runner as runner_mod
+    scn = parse("p2p", "memif", "uni")
+    runner.rplus_seen[("a:x", scn, 64)] += [(20e6, 4, "near")]
+    spec = TrialSpec(scn, 64, 1, "latency", ("a:x",), load=0.99)
+    seen = iter(["far", "far", "near"])
+    monkeypatch.setattr(runner, "current_label", lambda wait_s=1.0: next(seen))
+    assert runner.label_for_load(spec) == "near"
+    monkeypatch.setattr(runner_mod, "LOAD_PLACEMENT_WAIT_S", 0.0)
+    monkeypatch.setattr(runner, "current_label", lambda wait_s=1.0: "far")
+    assert runner.label_for_load(spec) == "far"
+    fixed = TrialSpec(scn, 64, 1, "latency", ("a:x",), rate_pps=1e6)
+    assert runner.label_for_load(fixed) == "far"
 
 
 def test_imix_is_planned_as_a_size_and_recorded_as_its_mean() -> None:

@@ -64,6 +64,14 @@ def pick_best(rs: Sequence[Row]) -> tuple[str, list[Row]]:
     return lab, [r for r in rs if r.placement == lab]
 
 
+def rplus_mismatch(at: Sequence[Row]) -> str:
+    """A cell's mark when its R+ came from another placement than the trial ran in (R+ of
+    near run far is an overload): ', R+ of near' and the like, else ''."""
+    other = sorted({r.rplus_placement for r in at
+                    if r.rplus_placement and r.rplus_placement != r.placement})
+    return f", R+ of {'/'.join(other)}" if other else ""
+
+
 def loads_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     """Per scenario and switch: mean RTT (and p99) in us at each load, near rows first."""
     lat = [r for r in latency_rows(rows) if r.latency_kind == "loads"]
@@ -83,7 +91,8 @@ def loads_table(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
                 continue
             mean = statistics.fmean(r.latency_ns["mean"] for r in at)
             p99 = statistics.fmean(r.latency_ns.get("p99", 0.0) for r in at)
-            cells.append(f"{_us(mean)} ({_us(p99)}){'' if lab == 'near' else ' ' + lab}")
+            cells.append(f"{_us(mean)} ({_us(p99)}){'' if lab == 'near' else ' ' + lab}"
+                         + rplus_mismatch(at))
         lines.append([scn, f"{size} B", key, *cells, str(len({r.trial for r in rs}))])
     return headers, lines
 
@@ -176,7 +185,10 @@ def sections(rows: Sequence[Row]) -> list[Section]:
                     "(measured earlier in the run, in the same placement where possible), as "
                     "the seven-switch comparison's table of RTTs for p2p and loopback chains. "
                     "Each cell: mean, with p99 in brackets, from near-placement trials, or else "
-                    "labelled with the placement it ran in. " + TAILS_TEXT, h, lines))
+                    "labelled with the placement it ran in; 'R+ of near' (or far, any) marks a "
+                    "trial whose R+ came from another placement, which did not come back "
+                    "within 8 s (in far placement, 0.99 of a near R+ is an overload). "
+                    + TAILS_TEXT, h, lines))
     h, lines = fixed_table(rows)
     if lines:
         out.append(("Latency at a fixed rate: the v2v round trip",
