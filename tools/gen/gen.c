@@ -250,8 +250,8 @@ static void usage(FILE *f)
 "  --burst N          frames per transmit burst, 1..512 (32); pacing is per burst\n"
 "  --ring N           descriptors per queue, a power of two 64..16384 (1024); also the\n"
 "                     size of virtio-user's virtqueues (else 256) and of memif's rings\n"
-"                     (else 1024) where the spec gives none. A larger ring\n"
-"                     rides out longer stalls of the peer, as zero-loss (NDR) trials need\n"
+"                     (else 1024) where the spec gives none. A larger ring rides out\n"
+"                     longer stalls of the peer, as zero-loss (NDR) trials need\n"
 "  --touch            the receiver reads every byte of every frame (a checksum, reported)\n"
 "  --announce         before the clock starts, every port (VNF ports too) sends a few\n"
 "                     frames from its MAC to its own MAC, so a learning switch knows where\n"
@@ -688,8 +688,9 @@ static int start_port(const struct gen *g, uint16_t port, const char **step)
 
 /*
  * With --ring, a virtio-user or memif port whose spec gives no size gets rings of that many
- * slots: their drivers size the shared ring themselves (virtio-user 256, memif 1024) and
- * take the queue set-up's count as an upper bound at most.
+ * slots. Their drivers size the shared ring from their device arguments (virtio-user 256,
+ * memif 1024 by default): the queue set-up's count can only lower a virtqueue's use of it,
+ * and memif ignores it.
  */
 static void size_ring(const struct opts *o, struct portspec *ps)
 {
@@ -2139,8 +2140,8 @@ static void catch_signals(void)
 int main(int argc, char **argv)
 {
 	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST,
-		.ring = GEN_RING, .vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10, .cpu = -1,
-		.window = 1.0, .settle = 0.3 } };
+		.ring = GEN_RING, .vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10,
+		.cpu = -1, .window = 1.0, .settle = 0.3 } };
 	struct tsc_mark eal_ready;
 	int first;
 

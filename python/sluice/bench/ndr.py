@@ -147,7 +147,10 @@ def measurer_class() -> type:
                 mine = not self.log.placement or out.placement == self.log.placement
                 self.replay.add((duration, load), out, taken=mine)
                 if mine:
-                    self.log.placement = self.log.placement or out.placement
+                    # Only a clear label fixes the search's placement (not 'mixed', nor
+                    # 'unlabelled' without a monitor, where every trial is the search's).
+                    if not self.log.placement and out.placement in ("near", "far"):
+                        self.log.placement = out.placement
                     return out
                 self.log.repeated.append((duration, load, out))
             raise PlacementUnstable(f"{self.retries + 1} trials in a row ran {out.placement}, "
