@@ -185,9 +185,11 @@ def sections(rows: Sequence[Row]) -> list[Section]:
                     "(measured earlier in the run, in the same placement where possible), as "
                     "the seven-switch comparison's table of RTTs for p2p and loopback chains. "
                     "Each cell: mean, with p99 in brackets, from near-placement trials, or else "
-                    "labelled with the placement it ran in; 'R+ of near' (or far, any) marks a "
-                    "trial whose R+ came from another placement, which did not come back "
-                    "within 8 s (in far placement, 0.99 of a near R+ is an overload). "
+                    "labelled with the placement it ran in; 'R+ of near' (or far, any: all "
+                    "rows) marks a trial whose R+ came from other rows than its own "
+                    "placement's, when R+'s placement did not come back within 8 s or the "
+                    "trial began at a moment labelled otherwise (in far placement, 0.99 of a "
+                    "near R+ is an overload). "
                     + TAILS_TEXT, h, lines))
     h, lines = fixed_table(rows)
     if lines:
