@@ -148,13 +148,16 @@ static void stage_extra(struct worker *w, struct rte_mbuf *m, uint64_t set)
 }
 
 /*
- * Why an output did not take packets handed to it. The link state is the control thread's
- * last reading (every 500 ms for ports without link interrupts, memif among them), so it only
- * names the reason: sending is always tried, or a peer that has just connected would lose up
- * to half a second of traffic.
+ * Why output P (NULL: removed) did not take packets handed to it; asked only for a burst
+ * that was not all sent. The link state is the control thread's last reading (every 500 ms
+ * for ports without link interrupts, memif among them), so it only names the reason:
+ * sending is always tried, or a peer that has just connected would lose up to half a second
+ * of traffic.
  */
 static int unsent_reason(const struct port *p)
 {
+	if (p == NULL)
+		return STATS_DROP_PORT_REMOVED;
 	return port_link_is_up(p) ? STATS_DROP_TX_FULL : STATS_DROP_LINK_DOWN;
 }
 
@@ -188,9 +191,7 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 		stats_add(&oc->tx_bytes, out->bytes - unsent_bytes);
 	}
 	if (sent < out->n) {
-		int reason = p == NULL ? STATS_DROP_PORT_REMOVED : unsent_reason(p);
-
-		stats_add(&ic->drops[reason], unsent_unicast);
+		stats_add(&ic->drops[unsent_reason(p)], unsent_unicast);
 		if (p != NULL && out->n - sent > unsent_unicast)
 			stats_add(&p->counters[w->id].flood_tx_dropped,
 				  (uint64_t)(out->n - sent - unsent_unicast));
@@ -210,19 +211,12 @@ static void serve_uniform(struct worker *w, struct sw *s, struct port_counters *
 			  struct rte_mbuf **pkts, uint16_t n, uint64_t bytes, uint16_t o,
 			  uint8_t reason)
 {
-	struct port *p = NULL;
+	struct port *p = o < SW_MAX_PORTS ? sw_port(s, o) : NULL;
 	uint64_t unsent_bytes = 0;
 	uint16_t sent = 0, i;
-	int why = reason;
 
-	if (o < SW_MAX_PORTS) {
-		p = sw_port(s, o);
-		why = STATS_DROP_PORT_REMOVED;
-		if (p != NULL) {
-			sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, pkts, n);
-			why = unsent_reason(p);
-		}
-	}
+	if (p != NULL)
+		sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, pkts, n);
 	if (sent > 0) {
 		for (i = sent; i < n; i++)
 			unsent_bytes += pkts[i]->pkt_len;
@@ -231,6 +225,8 @@ static void serve_uniform(struct worker *w, struct sw *s, struct port_counters *
 		stats_add(&ic->forwarded, sent);
 	}
 	if (sent < n) {
+		int why = o < SW_MAX_PORTS ? unsent_reason(p) : reason;
+
 		stats_add(&ic->drops[why], (uint64_t)(n - sent));
 		rte_pktmbuf_free_bulk(&pkts[sent], n - sent);
 	}

@@ -28,7 +28,7 @@ told otherwise, and the rows say so (`gen_ring`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 GOALS = (("pdr", 0.005), ("ndr", 0.0))
@@ -57,8 +57,8 @@ class TrialOutcome:
     def of(cls, asked: int, tried: int, received: int, placement: str,
            seconds: float) -> TrialOutcome:
         """A trial's outcome; offered is what was tried unless the generator was short."""
-        short = tried < (1 - GEN_TOLERANCE) * asked
-        return cls(asked if short else tried, received, placement, seconds, tried, asked)
+        out = cls(tried, received, placement, seconds, tried, asked)
+        return replace(out, offered=asked) if out.generator_short else out
 
 
 @dataclass
