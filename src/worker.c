@@ -107,6 +107,22 @@ static void stage(struct worker *w, uint16_t o, struct rte_mbuf *m, uint8_t is_c
 }
 
 /*
+ * Adds EXTRA references to every segment of chain M. Freeing an mbuf drops one reference
+ * from each of its segments (rte_pktmbuf_free walks the chain), so a chain shared by N
+ * outputs needs N references on every segment, not only on the first: otherwise the first
+ * output to free its copy returns the later segments to the pool while the others still
+ * send them (vhost receives frames over 2 KB as chains). Referencing is cheaper than the
+ * alternatives: a single-segment frame pays one test, a chain one store per segment, where
+ * linearising would copy the frame and vhost's linear buffers would allocate one per frame
+ * (and fix vhost only).
+ */
+static void ref_segments(struct rte_mbuf *m, int16_t extra)
+{
+	for (; m != NULL; m = m->next)
+		rte_mbuf_refcnt_update(m, extra);
+}
+
+/*
  * Stages M on every port of SET (not empty), one reference each, so no bytes are copied.
  * Every one is a flood copy: the input packet counts as forwarded once, when it is flooded,
  * and a copy an output does not take counts on that output (stats.h).
@@ -116,7 +132,7 @@ static void stage_copies(struct worker *w, struct rte_mbuf *m, uint64_t set)
 	uint16_t copies = (uint16_t)__builtin_popcountll(set), o;
 
 	if (copies > 1)
-		rte_mbuf_refcnt_update(m, (int16_t)(copies - 1));
+		ref_segments(m, (int16_t)(copies - 1));
 	while (set != 0) {
 		o = (uint16_t)__builtin_ctzll(set);
 		set &= set - 1;
