@@ -168,7 +168,7 @@ static json_t *drops_json(const struct port_totals *t)
 
 static json_t *totals_json(const struct port_totals *t)
 {
-	return json_pack("{sI sI sI sI sI sI so sI}",
+	return json_pack("{sI sI sI sI sI sI so sI sI}",
 			 "rx_packets", (json_int_t)t->rx_packets,
 			 "rx_bytes", (json_int_t)t->rx_bytes,
 			 "tx_packets", (json_int_t)t->tx_packets,
@@ -176,22 +176,8 @@ static json_t *totals_json(const struct port_totals *t)
 			 "forwarded", (json_int_t)t->forwarded,
 			 "dropped", (json_int_t)t->dropped,
 			 "drops", drops_json(t),
-			 "flood_tx_dropped", (json_int_t)t->flood_tx_dropped);
-}
-
-static void add_totals(struct port_totals *sum, const struct port_totals *t)
-{
-	unsigned int i;
-
-	sum->rx_packets += t->rx_packets;
-	sum->rx_bytes += t->rx_bytes;
-	sum->tx_packets += t->tx_packets;
-	sum->tx_bytes += t->tx_bytes;
-	sum->forwarded += t->forwarded;
-	sum->dropped += t->dropped;
-	sum->flood_tx_dropped += t->flood_tx_dropped;
-	for (i = 0; i < STATS_DROP_COUNT; i++)
-		sum->drops[i] += t->drops[i];
+			 "flood_tx_dropped", (json_int_t)t->flood_tx_dropped,
+			 "flood_to_removed", (json_int_t)t->flood_to_removed);
 }
 
 static json_t *port_stats_json(struct port *p, struct port_totals *sum)
@@ -200,7 +186,7 @@ static json_t *port_stats_json(struct port *p, struct port_totals *sum)
 	json_t *o;
 
 	port_read_totals(p, &t);
-	add_totals(sum, &t);
+	stats_merge(sum, &t);
 	o = totals_json(&t);
 	json_object_set_new(o, "name", json_string(p->name));
 	json_object_set_new(o, "rx_missed", json_integer((json_int_t)port_rx_missed(p)));

@@ -24,6 +24,7 @@
 #include <rte_mbuf.h>
 
 #include "log.h"
+#include "worker.h"
 
 #define POOL_CACHE 256
 
@@ -385,24 +386,44 @@ void port_destroy(struct port *p)
 	rte_free(p);
 }
 
-void port_read_totals(const struct port *p, struct port_totals *t)
+/*
+ * Worker W's counters of P, read between two of its bursts (worker.h), so that they satisfy
+ * rx = forwarded + dropped. A few tries suffice: a burst lasts microseconds; a worker stuck
+ * in one is read as it is rather than waited for.
+ */
+static void read_worker_counters(const struct port *p, unsigned int w, struct port_totals *t)
 {
+	unsigned int tries = 0;
+	uint32_t seq;
+
+	do {
+		seq = wk_counters_begin(w);
+		memset(t, 0, sizeof(*t));
+		stats_accumulate(t, &p->counters[w]);
+	} while (wk_counters_changed(w, seq) && ++tries < 100);
+}
+
+static void read_counters(const struct port *p, struct port_totals *t)
+{
+	struct port_totals one;
 	unsigned int w;
 
 	memset(t, 0, sizeof(*t));
-	for (w = 0; w < config.n_workers; w++)
-		stats_accumulate(t, &p->counters[w]);
+	for (w = 0; w < config.n_workers; w++) {
+		read_worker_counters(p, w, &one);
+		stats_merge(t, &one);
+	}
+}
+
+void port_read_totals(const struct port *p, struct port_totals *t)
+{
+	read_counters(p, t);
 	stats_subtract(t, &p->baseline);
 }
 
 void port_clear_stats(struct port *p)
 {
-	struct port_totals now = { 0 };
-	unsigned int w;
-
-	for (w = 0; w < config.n_workers; w++)
-		stats_accumulate(&now, &p->counters[w]);
-	p->baseline = now;
+	read_counters(p, &p->baseline);
 	p->baseline_missed = 0;
 	p->baseline_missed = port_rx_missed(p);
 }

@@ -43,12 +43,15 @@ struct port_counters {
 	/* Flood copies this port could not send. Not drops: the input packet counts as
 	 * forwarded once it is flooded, whatever becomes of each copy. */
 	uint64_t flood_tx_dropped;
+	/* Flood copies of packets received on this port whose output left the switch while
+	 * the burst was being served (counted on the input: the output is gone). */
+	uint64_t flood_to_removed;
 } __rte_cache_aligned;
 
 /* The same fields summed over workers, for reporting. */
 struct port_totals {
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, forwarded, dropped;
-	uint64_t flood_tx_dropped;
+	uint64_t flood_tx_dropped, flood_to_removed;
 	uint64_t drops[STATS_DROP_COUNT];
 };
 
@@ -68,6 +71,9 @@ static inline uint64_t stats_read(const uint64_t *counter)
 
 /* Adds one worker's counters C into T. */
 void stats_accumulate(struct port_totals *t, const struct port_counters *c);
+
+/* Adds totals T into SUM. */
+void stats_merge(struct port_totals *sum, const struct port_totals *t);
 
 /* T minus BASE, field by field: how clear-stats zeroes without writing workers' counters. */
 void stats_subtract(struct port_totals *t, const struct port_totals *base);

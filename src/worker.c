@@ -66,7 +66,16 @@ struct wk_out {
 struct worker {
 	unsigned int id, lcore;
 	struct wk_plan *plan;         /* atomic; published by the control thread */
+	/* The plan not in use: the next one is written here, so that changing a plan never
+	 * allocates and removing a port cannot fail for want of memory. */
+	struct wk_plan *spare;
 	bool stop;                    /* atomic */
+	/*
+	 * Odd while the worker serves a burst: the control thread reads this worker's counters
+	 * between bursts (wk_counters_begin), so that rx = forwarded + dropped holds in every
+	 * reading and clear-stats baseline, not only once traffic stops.
+	 */
+	uint32_t burst_seq;
 
 	/* counters, written by the worker only */
 	uint64_t loops, busy_cycles, idle_cycles, packets, sleeps;
@@ -191,6 +200,9 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 
 	if (p != NULL)
 		sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, out->pkts, out->n);
+	else if (out->copies > 0)
+		/* The output left the switch during this burst: its copies count on the input. */
+		stats_add(&ic->flood_to_removed, out->copies);
 	for (i = sent; i < out->n; i++) {
 		unsent_bytes += out->pkts[i]->pkt_len;
 		unsent_unicast += !out->is_copy[i];
@@ -302,6 +314,18 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	stats_add(&ic->forwarded, forwarded + flooded);
 }
 
+/*
+ * Marks the start or the end of a burst (worker.h, wk_counters_begin). The release fence
+ * orders the odd store before the counter stores that follow it, and the counter stores
+ * before the even one; the reader pairs it with an acquire fence (a seqlock).
+ */
+static inline void burst_seq_step(struct worker *w)
+{
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&w->burst_seq, w->burst_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
 /* Sleeps once SPIN_TSC has passed since the last packet (LAST_BUSY), longer each time up
  * to the configured maximum. */
 static void idle_backoff(struct worker *w, uint64_t now, uint64_t last_busy,
@@ -342,7 +366,9 @@ static int wk_main(void *arg)
 						      (uint16_t)config.burst);
 
 			if (n > 0) {
+				burst_seq_step(w);
 				serve_burst(w, plan->q[i].port, w->rx, n);
+				burst_seq_step(w);
 				got += n;
 			}
 		}
@@ -391,7 +417,8 @@ int wk_init(unsigned int n, const struct wk_config *cfg)
 		if (w == NULL)
 			return -1;
 		w->plan = rte_zmalloc("wk_plan", sizeof(struct wk_plan), 0);
-		if (w->plan == NULL)
+		w->spare = rte_zmalloc("wk_plan", sizeof(struct wk_plan), 0);
+		if (w->plan == NULL || w->spare == NULL)
 			return -1;
 		w->id = i;
 		w->fb.worker = (uint16_t)i;
@@ -438,6 +465,7 @@ void wk_fini(void)
 
 	for (i = 0; i < n_workers; i++) {
 		rte_free(workers[i]->plan);
+		rte_free(workers[i]->spare);
 		rte_free(workers[i]);
 		workers[i] = NULL;
 	}
@@ -457,15 +485,16 @@ void wk_quiesce(void)
 		wk_synchronize();
 }
 
-/* Publishes a copy of W's plan changed by EDIT, and frees the old one after a grace period. */
-static int replace_plan(struct worker *w, struct port *add, struct port *remove)
+/*
+ * Publishes W's plan with ADD added and REMOVE removed (either may be NULL), written into the
+ * spare plan; the old plan becomes the spare once no worker can be reading it.
+ */
+static void replace_plan(struct worker *w, struct port *add, struct port *remove)
 {
-	struct wk_plan *old = w->plan, *plan;
+	struct wk_plan *old = w->plan, *plan = w->spare;
 	unsigned int i;
 
-	plan = rte_zmalloc("wk_plan", sizeof(*plan), 0);
-	if (plan == NULL)
-		return -ENOMEM;
+	plan->n = 0;
 	for (i = 0; i < old->n; i++)
 		if (old->q[i].port != remove)
 			plan->q[plan->n++] = old->q[i];
@@ -473,8 +502,7 @@ static int replace_plan(struct worker *w, struct port *add, struct port *remove)
 		plan->q[plan->n++] = (struct wk_rxq){ .port = add, .ethdev = add->ethdev };
 	__atomic_store_n(&w->plan, plan, __ATOMIC_RELEASE);
 	wk_synchronize();
-	rte_free(old);
-	return 0;
+	w->spare = old;
 }
 
 int wk_add_port(struct port *p)
@@ -484,8 +512,7 @@ int wk_add_port(struct port *p)
 	for (i = 1; i < n_workers; i++)
 		if (workers[i]->plan->n < workers[best]->plan->n)
 			best = i;
-	if (replace_plan(workers[best], p, NULL) != 0)
-		return -1;
+	replace_plan(workers[best], p, NULL);
 	p->worker = (int)best;
 	return 0;
 }
@@ -494,9 +521,7 @@ void wk_remove_port(struct port *p)
 {
 	if (p->worker < 0)
 		return;
-	/* Without memory for a new plan the port would stay polled after its removal. */
-	while (replace_plan(workers[p->worker], NULL, p) != 0)
-		rte_delay_us_sleep(1000);
+	replace_plan(workers[p->worker], NULL, p);
 	p->worker = -1;
 }
 
@@ -513,4 +538,27 @@ void wk_read_stats(unsigned int id, struct wk_stats *st)
 	st->packets = __atomic_load_n(&w->packets, __ATOMIC_RELAXED);
 	st->sleeps = __atomic_load_n(&w->sleeps, __ATOMIC_RELAXED);
 	st->rx_queues = w->plan->n;
+}
+
+/* Longest a reader waits for a worker to finish its burst: a stuck worker is not waited for. */
+#define WK_COUNTERS_SPIN_US 1000
+
+uint32_t wk_counters_begin(unsigned int id)
+{
+	const struct worker *w = workers[id];
+	uint64_t give_up = rte_get_timer_cycles() + rte_get_timer_hz() / 1000000 *
+			   WK_COUNTERS_SPIN_US;
+	uint32_t seq;
+
+	while (((seq = __atomic_load_n(&w->burst_seq, __ATOMIC_RELAXED)) & 1) != 0 &&
+	       rte_get_timer_cycles() < give_up)
+		rte_pause();
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return seq & ~1u;
+}
+
+bool wk_counters_changed(unsigned int id, uint32_t seq)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&workers[id]->burst_seq, __ATOMIC_RELAXED) != seq;
 }

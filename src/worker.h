@@ -9,6 +9,7 @@
 #ifndef SLUICE_WORKER_H
 #define SLUICE_WORKER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "port.h"
@@ -42,5 +43,14 @@ void wk_synchronize(void);
 void wk_quiesce(void);
 
 void wk_read_stats(unsigned int id, struct wk_stats *st);
+
+/*
+ * Reading worker ID's counters between its bursts, a seqlock:
+ *	do { seq = wk_counters_begin(id); read; } while (wk_counters_changed(id, seq));
+ * begin() waits up to a millisecond for a burst in progress to end (a worker stuck in a
+ * burst is read as it is). Counters read so satisfy rx = forwarded + dropped per port.
+ */
+uint32_t wk_counters_begin(unsigned int id);
+bool wk_counters_changed(unsigned int id, uint32_t seq);
 
 #endif

@@ -450,9 +450,9 @@ def format_show(r: Mapping[str, Any]) -> str:
 
 
 STATS_COLUMNS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "forwarded", "dropped",
-                 "rx_missed")
+                 "rx_missed", "flood_tx_dropped", "flood_to_removed")
 STATS_HEADERS = ("rx pkts", "rx bytes", "tx pkts", "tx bytes", "forwarded", "dropped",
-                 "rx missed")
+                 "rx missed", "flood lost", "flood to gone")
 
 
 def nonzero_drops(drops: Mapping[str, int], order: Sequence[str] = ()) -> str:

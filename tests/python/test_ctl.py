@@ -243,11 +243,12 @@ def test_table_aligns_numbers_right() -> None:
 
 
 def port_stats(name: str, rx: int, forwarded: int, drops: Mapping[str, int], tx: int = 0,
-               missed: int = 0) -> dict[str, Any]:
+               missed: int = 0, flood_lost: int = 0, flood_gone: int = 0) -> dict[str, Any]:
     all_drops = {r: drops.get(r, 0) for r in REASONS}
     return {"name": name, "rx_packets": rx, "rx_bytes": rx * 64, "tx_packets": tx,
             "tx_bytes": tx * 64, "forwarded": forwarded, "dropped": sum(all_drops.values()),
-            "drops": all_drops, "rx_missed": missed}
+            "drops": all_drops, "rx_missed": missed, "flood_tx_dropped": flood_lost,
+            "flood_to_removed": flood_gone}
 
 
 def stats_result(*switches: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -258,20 +259,23 @@ def stats_result(*switches: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
 def test_stats_table() -> None:
     result = stats_result(("br0", [
         port_stats("vm1", 1000, 988, {"tx_full": 12}),
-        port_stats("vm2", 20, 17, {"link_down": 1, "unpatched": 2}, tx=988, missed=4)]))
+        port_stats("vm2", 20, 17, {"link_down": 1, "unpatched": 2}, tx=988, missed=4,
+                   flood_lost=5, flood_gone=1)]))
     lines = format_stats(result).splitlines()
     assert lines[0] == "switch br0 (mode patch)"
     header, vm1, vm2, total, check = lines[1:]
     assert header.split() == ["port", "rx", "pkts", "rx", "bytes", "tx", "pkts", "tx", "bytes",
-                              "forwarded", "dropped", "rx", "missed", "drops"]
-    assert vm1.split() == ["vm1", "1000", "64000", "0", "0", "988", "12", "0", "tx_full=12"]
-    assert vm2.split() == ["vm2", "20", "1280", "988", "63232", "17", "3", "4",
+                              "forwarded", "dropped", "rx", "missed", "flood", "lost", "flood",
+                              "to", "gone", "drops"]
+    assert vm1.split() == ["vm1", "1000", "64000", "0", "0", "988", "12", "0", "0", "0",
+                           "tx_full=12"]
+    assert vm2.split() == ["vm2", "20", "1280", "988", "63232", "17", "3", "4", "5", "1",
                            "link_down=1", "unpatched=2"]
     assert total.split() == ["(total)", "1020", "65280", "988", "63232", "1005", "15", "4",
-                             "tx_full=12", "link_down=1", "unpatched=2"]
+                             "5", "1", "tx_full=12", "link_down=1", "unpatched=2"]
     # Numbers are right-aligned: each number column ends where its header ends.
     for title in ("rx pkts", "rx bytes", "tx pkts", "tx bytes", "forwarded", "dropped",
-                  "rx missed"):
+                  "rx missed", "flood lost", "flood to gone"):
         end = header.index(title) + len(title)
         for row in (vm1, vm2, total):
             assert row[end - 1] != " " and row[end] == " ", (title, row)
