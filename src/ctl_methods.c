@@ -233,13 +233,14 @@ static json_t *workers_json(void)
 
 	for (i = 0; i < wk_count(); i++) {
 		wk_read_stats(i, &st);
-		json_array_append_new(a, json_pack("{si si si sI sI sI sI sI si}",
+		json_array_append_new(a, json_pack("{si si si sI sI sI sI sI si sI sb}",
 			"id", st.id, "lcore", st.lcore,
 			"cpu", rte_lcore_to_cpu_id((int)st.lcore),
 			"loops", (json_int_t)st.loops, "busy_cycles", (json_int_t)st.busy_cycles,
 			"idle_cycles", (json_int_t)st.idle_cycles,
 			"packets", (json_int_t)st.packets, "sleeps", (json_int_t)st.sleeps,
-			"rx_queues", st.rx_queues));
+			"rx_queues", st.rx_queues, "stalls", (json_int_t)st.stalls,
+			"stuck", st.stuck));
 	}
 	return a;
 }
@@ -329,25 +330,54 @@ static json_t *m_add_switch(json_t *params, struct ctl_error *e)
 	return json_pack("{ss ss}", "name", s->name, "mode", mode);
 }
 
-/* Takes P out of service and destroys it, without disturbing any other port's traffic. */
-static void delete_port(struct port *p)
+/*
+ * Takes P out of service and destroys it, without disturbing any other port's traffic.
+ * Returns -1, changing nothing, when no worker plan could be made (no memory), and 1 when a
+ * stuck worker may still use P: it is then out of the switch but left open (port_abandon).
+ */
+static int delete_port(struct port *p)
 {
-	wk_remove_port(p);       /* no worker receives from it after this returns */
+	if (wk_remove_port(p) != 0)     /* no worker receives from it after this returns */
+		return -1;
 	sw_detach_port(p->sw, p);
-	wk_synchronize();        /* no worker still sends to it */
+	if (!wk_synchronize()) {        /* no worker still sends to it */
+		port_abandon(p);
+		return 1;
+	}
 	port_destroy(p);
+	return 0;
 }
 
-static void delete_switch(struct sw *s)
+/* Deletes S and its ports; the return value is delete_port's, for the first that failed. */
+static int delete_switch(struct sw *s)
 {
 	unsigned int i;
+	int rc = 0, one;
 
 	for (i = 0; i < SW_MAX_PORTS; i++)
-		if (s->ports[i] != NULL)
-			delete_port(s->ports[i]);
-	wk_synchronize();
+		if (s->ports[i] != NULL && (one = delete_port(s->ports[i])) != 0 && rc == 0)
+			rc = one;
+	if (rc < 0)
+		return rc;
+	if (rc > 0 || !wk_synchronize()) {
+		sw_abandon(s);
+		return 1;
+	}
 	LOG(INFO, "switch %s: deleted", s->name);
 	sw_destroy(s);
+	return 0;
+}
+
+/* The answer to a deletion that delete_port() or delete_switch() returned RC for. */
+static json_t *deletion_answer(int rc, const char *what, const char *name, struct ctl_error *e)
+{
+	if (rc < 0)
+		return fail(e, CTL_INTERNAL, "%s '%s' not deleted: out of memory", what, name);
+	if (rc > 0)
+		return fail(e, CTL_INTERNAL, "%s '%s' is out of service, but a stuck worker may "
+			    "still use it, so its memory and device are left (the log names the "
+			    "worker)", what, name);
+	return json_object();
 }
 
 void ctl_delete_all(void)
@@ -366,8 +396,7 @@ static json_t *m_del_switch(json_t *params, struct ctl_error *e)
 
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "name", e)) == NULL)
 		return NULL;
-	delete_switch(s);
-	return json_object();
+	return deletion_answer(delete_switch(s), "switch", str(params, "name"), e);
 }
 
 static json_t *m_list_switches(json_t *params, struct ctl_error *e)
@@ -411,7 +440,11 @@ static json_t *m_add_port(json_t *params, struct ctl_error *e)
 		return fail(e, CTL_LIMIT, "switch '%s' is full", s->name);
 	}
 	if (wk_add_port(p) != 0) {
-		delete_port(p);
+		sw_detach_port(s, p);
+		if (wk_synchronize())
+			port_destroy(p);
+		else
+			port_abandon(p);
 		return fail(e, CTL_INTERNAL, "out of memory while adding the port to a worker");
 	}
 	return port_json(p);
@@ -427,8 +460,7 @@ static json_t *m_del_port(json_t *params, struct ctl_error *e)
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL ||
 	    (p = find_port(s, params, "name", e)) == NULL)
 		return NULL;
-	delete_port(p);
-	return json_object();
+	return deletion_answer(delete_port(p), "port", str(params, "name"), e);
 }
 
 static json_t *m_patch(json_t *params, struct ctl_error *e)

@@ -29,6 +29,8 @@
 #define POOL_CACHE 256
 
 static struct port *port_table[PORT_MAX];   /* slot i holds port number i + 1 */
+/* Slots of abandoned ports: their devices, named after the slot, still exist. */
+static bool slot_abandoned[PORT_MAX];
 static uint32_t port_generation[PORT_MAX];
 static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
 static struct port_config config = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024,
@@ -88,7 +90,7 @@ static int free_slot(void)
 	int i;
 
 	for (i = 0; i < PORT_MAX; i++)
-		if (port_table[i] == NULL)
+		if (port_table[i] == NULL && !slot_abandoned[i])
 			return i;
 	return -1;
 }
@@ -413,6 +415,14 @@ static void read_counters(const struct port *p, struct port_totals *t)
 		read_worker_counters(p, w, &one);
 		stats_merge(t, &one);
 	}
+}
+
+void port_abandon(struct port *p)
+{
+	LOG(ERR, "port %s: a stuck worker may still use it: %s is left open and its slot %u "
+	    "unused", p->name, p->ps.devname, p->id);
+	port_table[p->id - 1] = NULL;
+	slot_abandoned[p->id - 1] = true;
 }
 
 void port_read_totals(const struct port *p, struct port_totals *t)

@@ -63,6 +63,9 @@ struct port *port_create(const char *name, const char *spec, enum port_error *er
 
 /* Stops and removes the device and frees P. No worker may use P any more. */
 void port_destroy(struct port *p);
+/* Forgets P without closing its device or freeing it, for when a stuck worker may still use
+ * it: its name is free again, its slot (and device name) never reused. */
+void port_abandon(struct port *p);
 
 struct port *port_find(const char *name);
 

@@ -8,6 +8,7 @@
 
 #include <rte_malloc.h>
 
+#include "log.h"
 #include "worker.h"
 
 static struct sw *sw_table[SW_MAX];
@@ -71,6 +72,17 @@ void sw_destroy(struct sw *s)
 	rte_free(s);
 }
 
+void sw_abandon(struct sw *s)
+{
+	unsigned int i;
+
+	LOG(ERR, "switch %s: a stuck worker may still use it: its state is left allocated",
+	    s->name);
+	for (i = 0; i < SW_MAX; i++)
+		if (sw_table[i] == s)
+			sw_table[i] = NULL;
+}
+
 int sw_attach_port(struct sw *s, struct port *p)
 {
 	uint16_t i;
@@ -107,7 +119,8 @@ bool sw_tick_all(void)
 		}
 	if (!reclaim)
 		return any;
-	wk_synchronize();
+	if (!wk_synchronize())
+		return any;     /* reclaimed after a later grace period */
 	for (i = 0; i < SW_MAX; i++)
 		if (sw_table[i] != NULL && sw_table[i]->ops->reclaim != NULL)
 			sw_table[i]->ops->reclaim(sw_table[i]->fwd);

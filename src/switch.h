@@ -25,6 +25,8 @@ struct sw *sw_create(const char *name, const char *mode, const json_t *params,
 		     char *err, size_t err_len);
 /* Frees S, which must have no ports; no worker may use it any more. */
 void sw_destroy(struct sw *s);
+/* Forgets S without freeing it, for when a stuck worker may still read it (ctl_methods.c). */
+void sw_abandon(struct sw *s);
 struct sw *sw_find(const char *name);
 struct sw *sw_by_index(unsigned int i);  /* 0..SW_MAX-1, NULL for empty slots */
 

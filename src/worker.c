@@ -42,6 +42,12 @@
  */
 #define WK_SPIN_US 200
 #define WK_FIRST_SLEEP_NS 1000
+/*
+ * The longest the control thread waits for every worker to pass a quiescent state. A worker
+ * that takes longer is stuck (spinning on a lock another thread holds, say): it is logged
+ * and counted, and what it may still read is left allocated rather than waited for.
+ */
+#define WK_GRACE_MS 2000
 
 struct wk_rxq {
 	struct port *port;
@@ -79,6 +85,11 @@ struct worker {
 
 	/* counters, written by the worker only */
 	uint64_t loops, busy_cycles, idle_cycles, packets, sleeps;
+	bool asleep;                  /* in its idle sleep (offline for RCU) */
+	/* written by the control thread: grace periods this worker held up past the bound */
+	uint64_t stalls;
+	bool stuck;                   /* held up the last one, at loop count stuck_loops */
+	uint64_t stuck_loops;
 
 	/* scratch for one burst, kept here rather than on the stack */
 	struct fwd_burst fb;
@@ -338,7 +349,9 @@ static void idle_backoff(struct worker *w, uint64_t now, uint64_t last_busy,
 	ts.tv_sec = 0;
 	ts.tv_nsec = (long)*sleep_ns;
 	rte_rcu_qsbr_thread_offline(qsbr, w->id);
+	__atomic_store_n(&w->asleep, true, __ATOMIC_RELAXED);
 	nanosleep(&ts, NULL);
+	__atomic_store_n(&w->asleep, false, __ATOMIC_RELAXED);
 	rte_rcu_qsbr_thread_online(qsbr, w->id);
 	w->sleeps++;
 	if (*sleep_ns < config.idle_sleep_us * UINT64_C(1000))
@@ -474,26 +487,106 @@ void wk_fini(void)
 	n_workers = 0;
 }
 
-void wk_synchronize(void)
+static uint64_t loops_of(const struct worker *w)
 {
-	rte_rcu_qsbr_synchronize(qsbr, RTE_QSBR_THRID_INVALID);
+	return __atomic_load_n(&w->loops, __ATOMIC_RELAXED);
 }
 
-void wk_quiesce(void)
+/* True while a worker found stuck by an earlier wait has not moved since. */
+static bool known_stuck(void)
+{
+	bool any = false;
+	unsigned int i;
+
+	for (i = 0; i < n_workers; i++) {
+		struct worker *w = workers[i];
+
+		if (w->stuck && loops_of(w) == w->stuck_loops)
+			any = true;
+		else if (w->stuck) {
+			w->stuck = false;
+			LOG(NOTICE, "worker %u moves again", w->id);
+		}
+	}
+	return any;
+}
+
+/* Names and counts the workers that neither slept nor looped since LOOPS were read. */
+static void mark_stuck(const uint64_t *loops)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_workers; i++) {
+		struct worker *w = workers[i];
+
+		if (__atomic_load_n(&w->asleep, __ATOMIC_RELAXED) || loops_of(w) != loops[i])
+			continue;
+		w->stuck = true;
+		w->stuck_loops = loops[i];
+		__atomic_store_n(&w->stalls, w->stalls + 1, __ATOMIC_RELAXED);
+		LOG(ERR, "worker %u (lcore %u) passed no quiescent state in %u ms: stuck", w->id,
+		    w->lcore, WK_GRACE_MS);
+	}
+}
+
+/* Polls TOKEN until every worker has passed it or DEADLINE (TSC) passes: spins first, then
+ * naps, so a wait that lasts sleeps rather than burns the control CPU. */
+static bool wait_token(uint64_t token, uint64_t deadline)
+{
+	uint64_t spin_until = rte_rdtsc() + rte_get_tsc_hz() / 1000;
+
+	while (rte_rcu_qsbr_check(qsbr, token, false) == 0) {
+		if (rte_rdtsc() > deadline)
+			return false;
+		if (rte_rdtsc() < spin_until)
+			rte_pause();
+		else
+			rte_delay_us_sleep(100);
+	}
+	return true;
+}
+
+bool wk_synchronize(void)
+{
+	uint64_t loops[WK_MAX_WORKERS], token;
+	unsigned int i;
+
+	if (qsbr == NULL)
+		return true;
+	token = rte_rcu_qsbr_start(qsbr);
+	if (rte_rcu_qsbr_check(qsbr, token, false) != 0)
+		return true;
+	/* A worker known stuck is not waited for again: the control thread stays responsive. */
+	if (known_stuck())
+		return false;
+	for (i = 0; i < n_workers; i++)
+		loops[i] = loops_of(workers[i]);
+	if (wait_token(token, rte_rdtsc() + rte_get_tsc_hz() / 1000 * WK_GRACE_MS))
+		return true;
+	mark_stuck(loops);
+	return false;
+}
+
+bool wk_quiesce(void)
 {
 	if (!in_worker && __atomic_load_n(&polling, __ATOMIC_ACQUIRE))
-		wk_synchronize();
+		return wk_synchronize();
+	return true;
 }
 
 /*
  * Publishes W's plan with ADD added and REMOVE removed (either may be NULL), written into the
- * spare plan; the old plan becomes the spare once no worker can be reading it.
+ * spare plan; the old plan becomes the spare once no worker can be reading it. Fails only
+ * when an earlier change left no spare (a stuck worker) and no memory is left for one.
  */
-static void replace_plan(struct worker *w, struct port *add, struct port *remove)
+static int replace_plan(struct worker *w, struct port *add, struct port *remove)
 {
 	struct wk_plan *old = w->plan, *plan = w->spare;
 	unsigned int i;
 
+	if (plan == NULL && (plan = rte_zmalloc("wk_plan", sizeof(*plan), 0)) == NULL)
+		return -ENOMEM;
+	w->spare = NULL;
 	plan->n = 0;
 	for (i = 0; i < old->n; i++)
 		if (old->q[i].port != remove)
@@ -501,8 +594,11 @@ static void replace_plan(struct worker *w, struct port *add, struct port *remove
 	if (add != NULL)
 		plan->q[plan->n++] = (struct wk_rxq){ .port = add, .ethdev = add->ethdev };
 	__atomic_store_n(&w->plan, plan, __ATOMIC_RELEASE);
-	wk_synchronize();
-	w->spare = old;
+	if (wk_synchronize())
+		w->spare = old;
+	else    /* a stuck worker may still read it: left allocated for ever */
+		LOG(WARNING, "worker %u: its old receive plan is left allocated", w->id);
+	return 0;
 }
 
 int wk_add_port(struct port *p)
@@ -512,17 +608,20 @@ int wk_add_port(struct port *p)
 	for (i = 1; i < n_workers; i++)
 		if (workers[i]->plan->n < workers[best]->plan->n)
 			best = i;
-	replace_plan(workers[best], p, NULL);
+	if (replace_plan(workers[best], p, NULL) != 0)
+		return -1;
 	p->worker = (int)best;
 	return 0;
 }
 
-void wk_remove_port(struct port *p)
+int wk_remove_port(struct port *p)
 {
 	if (p->worker < 0)
-		return;
-	replace_plan(workers[p->worker], NULL, p);
+		return 0;
+	if (replace_plan(workers[p->worker], NULL, p) != 0)
+		return -1;
 	p->worker = -1;
+	return 0;
 }
 
 void wk_read_stats(unsigned int id, struct wk_stats *st)
@@ -537,22 +636,32 @@ void wk_read_stats(unsigned int id, struct wk_stats *st)
 	st->idle_cycles = __atomic_load_n(&w->idle_cycles, __ATOMIC_RELAXED);
 	st->packets = __atomic_load_n(&w->packets, __ATOMIC_RELAXED);
 	st->sleeps = __atomic_load_n(&w->sleeps, __ATOMIC_RELAXED);
+	st->stalls = __atomic_load_n(&w->stalls, __ATOMIC_RELAXED);
+	st->stuck = w->stuck;
 	st->rx_queues = w->plan->n;
 }
 
-/* Longest a reader waits for a worker to finish its burst: a stuck worker is not waited for. */
-#define WK_COUNTERS_SPIN_US 1000
+/*
+ * Longest a reader waits for a worker to finish its burst. A burst lasts microseconds, but a
+ * worker that shares its CPU can be preempted in one for milliseconds; a worker stuck in one
+ * is not waited for longer (its counters are read as they are).
+ */
+#define WK_COUNTERS_WAIT_MS 100
 
 uint32_t wk_counters_begin(unsigned int id)
 {
 	const struct worker *w = workers[id];
-	uint64_t give_up = rte_get_timer_cycles() + rte_get_timer_hz() / 1000000 *
-			   WK_COUNTERS_SPIN_US;
+	uint64_t hz = rte_get_timer_hz(), now = rte_get_timer_cycles();
+	uint64_t spin_until = now + hz / 10000, give_up = now + hz / 1000 * WK_COUNTERS_WAIT_MS;
 	uint32_t seq;
 
 	while (((seq = __atomic_load_n(&w->burst_seq, __ATOMIC_RELAXED)) & 1) != 0 &&
-	       rte_get_timer_cycles() < give_up)
-		rte_pause();
+	       (now = rte_get_timer_cycles()) < give_up) {
+		if (now < spin_until)
+			rte_pause();
+		else
+			rte_delay_us_sleep(50);
+	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return seq & ~1u;
 }

@@ -22,6 +22,8 @@ struct wk_config {
 struct wk_stats {
 	unsigned int id, lcore;
 	uint64_t loops, busy_cycles, idle_cycles, packets, sleeps;
+	uint64_t stalls;              /* grace periods it held up past the bound */
+	bool stuck;                   /* held up the last one and has not moved since */
 	unsigned int rx_queues;
 };
 
@@ -34,20 +36,26 @@ unsigned int wk_count(void);
 
 /* Starts polling P's receive queue on the least loaded worker. */
 int wk_add_port(struct port *p);
-/* Stops polling P; after wk_synchronize() no worker touches P. */
-void wk_remove_port(struct port *p);
+/* Stops polling P; after wk_synchronize() no worker touches P. -1: no memory (see
+ * replace_plan in worker.c). */
+int wk_remove_port(struct port *p);
 
-/* Waits until every worker has passed a quiescent state. */
-void wk_synchronize(void);
-/* Waits for a grace period if workers poll and the caller is not one of them (unmap_guard.c). */
-void wk_quiesce(void);
+/*
+ * Waits until every worker has passed a quiescent state, for two seconds at most: false when
+ * a worker is stuck (logged and counted in its `stalls`; a worker already known stuck is not
+ * waited for again). The caller must then not free what a worker may still read.
+ */
+bool wk_synchronize(void);
+/* The same if workers poll and the caller is not one of them (unmap_guard.c); true when
+ * there is nothing to wait for. */
+bool wk_quiesce(void);
 
 void wk_read_stats(unsigned int id, struct wk_stats *st);
 
 /*
  * Reading worker ID's counters between its bursts, a seqlock:
  *	do { seq = wk_counters_begin(id); read; } while (wk_counters_changed(id, seq));
- * begin() waits up to a millisecond for a burst in progress to end (a worker stuck in a
+ * begin() waits up to 100 ms for a burst in progress to end (a worker stuck in a
  * burst is read as it is). Counters read so satisfy rx = forwarded + dropped per port.
  */
 uint32_t wk_counters_begin(unsigned int id);

@@ -389,10 +389,13 @@ def busy_percent(worker: Mapping[str, Any]) -> str:
 
 
 def format_workers(workers: Sequence[Mapping[str, Any]], indent: str = "") -> str:
-    rows = [[w.get("id"), w.get("lcore"), w.get("packets"), w.get("loops"), busy_percent(w)]
+    """One row per worker; `stalls` counts grace periods it held up past the bound, and
+    `stuck` says it has not moved since the last one."""
+    rows = [[w.get("id"), w.get("lcore"), w.get("packets"), w.get("loops"), busy_percent(w),
+             w.get("stalls", 0), "STUCK" if w.get("stuck") else "-"]
             for w in workers]
-    return table(["worker", "lcore", "packets", "loops", "busy"], rows, right={0, 1, 2, 3, 4},
-                 indent=indent)
+    return table(["worker", "lcore", "packets", "loops", "busy", "stalls", "stuck"], rows,
+                 right={0, 1, 2, 3, 4, 5}, indent=indent)
 
 
 def format_fdb(r: Mapping[str, Any]) -> str:

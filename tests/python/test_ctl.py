@@ -337,8 +337,9 @@ def test_show() -> None:
     assert lines[3].startswith("    vm1")
     assert lines[5] == "    links: vm1 <-> vm2"
     assert lines[6] == "switch br1: mode patch, no ports"
-    assert lines[7].split() == ["worker", "lcore", "packets", "loops", "busy"]
-    assert lines[8].split() == ["0", "1", "7", "9", "25.0%"]
+    assert lines[7].split() == ["worker", "lcore", "packets", "loops", "busy", "stalls",
+                                "stuck"]
+    assert lines[8].split() == ["0", "1", "7", "9", "25.0%", "0", "-"]
 
 
 def test_lists() -> None:
