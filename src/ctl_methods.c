@@ -37,7 +37,7 @@ static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 
 /* ---- parameters ---- */
 
-enum param_type { P_STRING, P_NAME, P_UINT };
+enum param_type { P_STRING, P_NAME, P_UINT, P_BOOL };
 
 struct param {
 	const char *key;
@@ -70,9 +70,10 @@ static int check_params(json_t *params, const struct param *defs, struct ctl_err
 			continue;
 		}
 		if (d->type == P_UINT ? !json_is_integer(v) || json_integer_value(v) < 0
-				      : !json_is_string(v)) {
+		    : d->type == P_BOOL ? !json_is_boolean(v) : !json_is_string(v)) {
 			fail(e, CTL_INVALID_PARAMS, "parameter '%s' must be %s", d->key,
-			     d->type == P_UINT ? "a non-negative integer" : "a string");
+			     d->type == P_UINT ? "a non-negative integer"
+			     : d->type == P_BOOL ? "true or false" : "a string");
 			return -1;
 		}
 		if (d->type == P_NAME) {
@@ -629,18 +630,25 @@ static struct sw *find_learn_switch(json_t *params, struct ctl_error *e)
 static json_t *m_set_switch(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
-		{ "switch", P_STRING, true }, { "aging", P_UINT, false }, { NULL, 0, false } };
+		{ "switch", P_STRING, true }, { "aging", P_UINT, false },
+		{ "forward_reserved", P_BOOL, false }, { NULL, 0, false } };
+	json_t *aging = json_object_get(params, "aging");
+	json_t *reserved = json_object_get(params, "forward_reserved");
 	char err[256];
 	struct sw *s;
 
 	if (check_params(params, defs, e) != 0 || check_learn_params(params, e) != 0 ||
 	    (s = find_learn_switch(params, e)) == NULL)
 		return NULL;
-	if (json_object_get(params, "aging") == NULL)
-		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: aging)");
-	if (fwd_learn_set_aging(s->fwd, (uint32_t)json_integer_value(json_object_get(params,
-				"aging")), err, sizeof(err)) != 0)
+	if (aging == NULL && reserved == NULL)
+		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: aging, "
+			    "forward_reserved)");
+	/* check_learn_params() checked aging's range, so nothing below can fail half-way. */
+	if (aging != NULL && fwd_learn_set_aging(s->fwd, (uint32_t)json_integer_value(aging),
+						 err, sizeof(err)) != 0)
 		return fail(e, CTL_INVALID_PARAMS, "%s", err);
+	if (reserved != NULL)
+		fwd_learn_set_forward_reserved(s->fwd, json_is_true(reserved));
 	return json_object();
 }
 
@@ -713,8 +721,9 @@ static json_t *m_set_port(json_t *params, struct ctl_error *e)
 		{ "switch", P_STRING, true }, { "name", P_STRING, true },
 		{ "vlan_mode", P_STRING, false }, { "tag", P_UINT, false },
 		{ "trunks", P_STRING, false }, { "learn_limit", P_UINT, false },
-		{ NULL, 0, false } };
+		{ "storm_pps", P_UINT, false }, { NULL, 0, false } };
 	json_t *limit = json_object_get(params, "learn_limit");
+	json_t *storm = json_object_get(params, "storm_pps");
 	struct learn_vlan_cfg cfg;
 	struct port *p;
 	struct sw *s;
@@ -726,13 +735,18 @@ static json_t *m_set_port(json_t *params, struct ctl_error *e)
 	if (limit != NULL && json_integer_value(limit) > LEARN_MAX_ENTRIES)
 		return fail(e, CTL_INVALID_PARAMS, "'learn_limit' must be 0 (none) to %d",
 			    LEARN_MAX_ENTRIES);
-	if (rc == 1 && limit == NULL)
+	if (storm != NULL && json_integer_value(storm) > LEARN_MAX_STORM_PPS)
+		return fail(e, CTL_INVALID_PARAMS, "'storm_pps' must be 0 (no limit) to %d",
+			    LEARN_MAX_STORM_PPS);
+	if (rc == 1 && limit == NULL && storm == NULL)
 		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: vlan_mode, tag, "
-			    "trunks, learn_limit)");
+			    "trunks, learn_limit, storm_pps)");
 	if (rc == 0)
 		fwd_learn_set_vlan(s->fwd, p->sw_index, &cfg);
 	if (limit != NULL)
 		fwd_learn_set_limit(s->fwd, p->sw_index, (uint32_t)json_integer_value(limit));
+	if (storm != NULL)
+		fwd_learn_set_storm(s->fwd, p->sw_index, (uint32_t)json_integer_value(storm));
 	return json_object();
 }
 

@@ -24,6 +24,13 @@
  * on an output exactly when the output's tagging differs from the frame's. A flood whose
  * outputs differ gets one copy of the frame for the outputs that need the change: a frame
  * shared by reference count is never changed.
+ *
+ * Filtering and storms. Frames to the reserved group addresses 01:80:C2:00:00:0x (STP, LACP,
+ * LLDP, 802.1X: one link's protocols) are dropped as reserved_multicast unless the switch is
+ * told to forward them (set-switch forward_reserved). A port with a storm limit (set-port
+ * storm_pps) may flood that many frames a second, broadcast, multicast and unknown unicast
+ * alike: the check sits on the flood branch only, so unicast to a known port never pays for
+ * it, and the excess is dropped as storm (storm.h has the bucket).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,10 +51,12 @@
 #include "fwd_learn.h"
 #include "l2parse.h"
 #include "port.h"
+#include "storm.h"
 #include "worker.h"
 
 #define LEARN_RING_SIZE 4096           /* learn requests per worker between two ticks */
 #define LEARN_PREFETCH 4               /* packets ahead the first pass prefetches */
+#define LEARN_STORM_WINDOW_DIV 10      /* storm bucket depth: a tenth of a second */
 
 /* What the first pass found out about a frame. */
 enum frame_class { FRAME_UNICAST, FRAME_GROUP, FRAME_DROP };
@@ -64,6 +73,11 @@ struct learn_worker {
 	uint64_t queue_full;           /* learn requests the ring could not take */
 	uint64_t copy_failed;          /* flood copies that could not be made (no mbuf) */
 	uint64_t static_kept;          /* sources seen on another port than their static entry's */
+	struct storm_bucket storm[SW_MAX_PORTS];  /* per input port: storm control */
+
+	/* for one burst */
+	bool forward_reserved;         /* the switch's setting, read once per burst */
+	uint64_t tsc;                  /* the burst's time for storm control; 0: not read yet */
 
 	/* scratch for one burst */
 	uint64_t src_key[FWD_MAX_BURST], dst_key[FWD_MAX_BURST];
@@ -81,11 +95,15 @@ struct learn {
 	uint16_t access_tag[SW_MAX_PORTS];   /* 0: trunk */
 	uint64_t member[LEARN_VLANS];  /* ports in each VLAN */
 	uint64_t tagged[LEARN_VLANS];  /* members that send the VLAN's frames tagged */
+	bool forward_reserved;         /* relay 01:80:C2:00:00:0x frames (set-switch) */
+	uint64_t storm_cost[SW_MAX_PORTS];   /* TSC cycles per flooded frame; 0: no limit */
+	uint64_t storm_window;         /* the storm buckets' depth in cycles */
 
 	/* control thread only */
 	uint64_t present;              /* ports attached */
 	uint32_t learn_limit[SW_MAX_PORTS];  /* dynamic entries a port may have; 0: no limit */
 	uint32_t port_entries[SW_MAX_PORTS]; /* dynamic entries per port */
+	uint32_t storm_pps[SW_MAX_PORTS];    /* as set; storm_cost is what workers read */
 	uint64_t start_tsc;
 	uint32_t last_sweep;
 	unsigned int n_workers;
@@ -123,7 +141,7 @@ static inline void classify(const struct learn *L, struct learn_worker *w, uint1
 {
 	struct l2_frame f;
 	int drop = l2_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), in,
-			    access, L->member, &f);
+			    access, L->member, w->forward_reserved, &f);
 
 	if (unlikely(drop >= 0)) {
 		w->class[i] = FRAME_DROP;
@@ -281,6 +299,19 @@ static inline void unicast(const struct learn *L, struct learn_worker *w, struct
 	}
 }
 
+/* Storm control: whether port IN may flood one more frame now (set-port storm_pps). */
+static inline bool storm_passes(const struct learn *L, struct learn_worker *w, uint16_t in)
+{
+	uint64_t cost = __atomic_load_n(&L->storm_cost[in], __ATOMIC_RELAXED);
+
+	if (likely(cost == 0))
+		return true;
+	/* One clock reading a burst: its frames arrived together. */
+	if (w->tsc == 0)
+		w->tsc = rte_rdtsc();
+	return storm_allow(&w->storm[in], cost, L->storm_window, w->tsc);
+}
+
 /* Second pass for frame I: its output. *LAST_KEY and *LAST_PORT are the one-entry cache. */
 static inline void decide(const struct learn *L, struct learn_worker *w, uint16_t in,
 			  struct rte_mbuf *m, uint16_t i, uint64_t *last_key, uint32_t *last_port,
@@ -304,9 +335,12 @@ static inline void decide(const struct learn *L, struct learn_worker *w, uint16_
 		fb->drop[i] = STATS_DROP_HAIRPIN;
 	} else if (out != FDB_NONE && (members & bit((uint16_t)out)) != 0) {
 		unicast(L, w, m, i, (uint16_t)out, fb);
-	} else {
+	} else if (likely(storm_passes(L, w, in))) {
 		/* Unknown, group, or learned before the port left the VLAN: flood. */
 		flood(L, w, m, i, members & ~bit(in), fb);
+	} else {
+		fb->out[i] = FWD_OUT_DROP;
+		fb->drop[i] = STATS_DROP_STORM;
 	}
 }
 
@@ -365,6 +399,8 @@ static void learn_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint
 	uint16_t i, n_req = 0, uniform;
 	unsigned int queued;
 
+	w->forward_reserved = __atomic_load_n(&L->forward_reserved, __ATOMIC_RELAXED);
+	w->tsc = 0;
 	if (one_flow(pkts, n) && one_flow_unicast(L, w, in, access, now, pkts, fb, &n_req,
 						  &last_src))
 		goto learn;
@@ -602,6 +638,7 @@ static void *learn_create(const json_t *params, char *err, size_t err_len)
 	L->n_workers = n_workers;
 	L->aging = aging;
 	L->start_tsc = rte_get_tsc_cycles();
+	L->storm_window = rte_get_tsc_hz() / LEARN_STORM_WINDOW_DIV;
 	if (fdb_init(&L->fdb, max_entries, rte_calloc_fdb) != 0) {
 		snprintf(err, err_len, "out of memory for a table of %u entries (%zu MiB)",
 			 max_entries, fdb_memory(max_entries) >> 20);
@@ -646,6 +683,7 @@ static void learn_port_added(void *state, uint16_t index)
 	memset(all.allowed, 0xff, sizeof(all.allowed));
 	L->learn_limit[index] = 0;
 	L->port_entries[index] = 0;
+	fwd_learn_set_storm(L, index, 0);
 	apply_vlans(L, index, &all);
 	L->present |= bit(index);
 }
@@ -688,6 +726,23 @@ void fwd_learn_set_limit(void *state, uint16_t port, uint32_t limit)
 	struct learn *L = state;
 
 	L->learn_limit[port] = limit;
+}
+
+void fwd_learn_set_storm(void *state, uint16_t port, uint32_t pps)
+{
+	struct learn *L = state;
+
+	L->storm_pps[port] = pps;
+	/* The workers' buckets keep their state: a new limit applies from their next flood. */
+	__atomic_store_n(&L->storm_cost[port], storm_cost(rte_get_tsc_hz(), pps),
+			 __ATOMIC_RELAXED);
+}
+
+void fwd_learn_set_forward_reserved(void *state, bool forward)
+{
+	struct learn *L = state;
+
+	__atomic_store_n(&L->forward_reserved, forward, __ATOMIC_RELAXED);
 }
 
 int fwd_learn_fdb_add(void *state, const uint8_t mac[6], uint16_t vlan, uint16_t port,
@@ -799,10 +854,12 @@ static json_t *learn_describe(void *state, const char *const *port_names)
 		p = vlan_json(L, i);
 		json_object_set_new(p, "learn_limit", json_integer(L->learn_limit[i]));
 		json_object_set_new(p, "entries", json_integer(L->port_entries[i]));
+		json_object_set_new(p, "storm_pps", json_integer(L->storm_pps[i]));
 		json_object_set_new(ports, port_names[i], p);
 	}
-	return json_pack("{si si si s{sI sI sI sI sI sI sI sI} so}", "aging", L->aging,
+	return json_pack("{si si si sb s{sI sI sI sI sI sI sI sI} so}", "aging", L->aging,
 			 "max_entries", L->fdb.max_entries, "entries", L->fdb.n_entries,
+			 "forward_reserved", L->forward_reserved,
 			 "learn", "learned", (json_int_t)L->counters.learned,
 			 "moved", (json_int_t)L->counters.moved,
 			 "aged", (json_int_t)L->counters.aged,

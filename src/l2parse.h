@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rte_byteorder.h>
 #include <rte_ether.h>
@@ -23,12 +24,27 @@ struct l2_frame {
 };
 
 /*
- * Parses LEN bytes at DATA (2-byte aligned, as in any mbuf) received on port IN. ACCESS is the port's access VLAN (0: it is a
- * trunk); MEMBER[v] the ports in VLAN v. Returns -1 when the frame goes on, with F filled in,
- * or the drop reason (enum stats_drop).
+ * Whether ADDR is one of 01:80:C2:00:00:00..0F, the group addresses IEEE 802.1Q (8.6.3,
+ * table 8-1) reserves for protocols of one link (STP, LACP, 802.1X, LLDP, ...): a bridge
+ * that does not run the protocol must not relay them, or two links' peers would see each
+ * other as one.
+ */
+static inline bool l2_is_reserved_group(const struct rte_ether_addr *addr)
+{
+	static const uint8_t prefix[5] = { 0x01, 0x80, 0xc2, 0x00, 0x00 };
+
+	return memcmp(addr->addr_bytes, prefix, sizeof(prefix)) == 0 &&
+	       (addr->addr_bytes[5] & 0xf0) == 0;
+}
+
+/*
+ * Parses LEN bytes at DATA (2-byte aligned, as in any mbuf) received on port IN. ACCESS is
+ * the port's access VLAN (0: it is a trunk); MEMBER[v] the ports in VLAN v. FORWARD_RESERVED
+ * lets frames to the reserved group addresses through. Returns -1 when the frame goes on,
+ * with F filled in, or the drop reason (enum stats_drop).
  */
 static inline int l2_parse(const uint8_t *data, uint32_t len, uint16_t in, uint16_t access,
-			   const uint64_t *member, struct l2_frame *f)
+			   const uint64_t *member, bool forward_reserved, struct l2_frame *f)
 {
 	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)data;
 	uint16_t v = 0, tci;
@@ -46,6 +62,10 @@ static inline int l2_parse(const uint8_t *data, uint32_t len, uint16_t in, uint1
 	if (unlikely(rte_is_multicast_ether_addr(&eth->src_addr) ||
 		     rte_is_zero_ether_addr(&eth->src_addr)))
 		return STATS_DROP_MALFORMED;
+	/* Whatever its VLAN: the reserved addresses are filtered on every port (8.6.3). */
+	if (unlikely(rte_is_multicast_ether_addr(&eth->dst_addr) && !forward_reserved &&
+		     l2_is_reserved_group(&eth->dst_addr)))
+		return STATS_DROP_RESERVED_MULTICAST;
 	if (access != 0) {
 		if (f->tagged)
 			return STATS_DROP_VLAN;

@@ -23,6 +23,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "path_policy.h"
 #include "port.h"
 #include "sluice_version.h"
 #include "worker.h"
@@ -67,6 +68,9 @@ static void usage(FILE *f)
 "  --rx-desc N          receive descriptors per port (default 1024)\n"
 "  --tx-desc N          transmit descriptors per port and worker (default 1024)\n"
 "  --pci                let PCI ports be added (default: no PCI bus scan)\n"
+"  --port-dir DIR       files and sockets in port specs must lie under DIR (symlinks\n"
+"                       resolved); repeat for more directories (default: anywhere,\n"
+"                       within the path policy of docs/operations.md)\n"
 "  -h, --help           this text\n"
 "  -V, --version        print versions and exit\n"
 "\n"
@@ -93,10 +97,11 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 }
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
-       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI };
+       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
+	char err[PATH_MAX + 64];
 	unsigned int v;
 
 	switch (c) {
@@ -106,6 +111,11 @@ static int parse_one(struct options *o, int c, const char *arg)
 	case O_PREFIX: o->file_prefix = arg; return 0;
 	case O_WORKER_CPUS: o->worker_cpus = arg; return 0;
 	case O_PCI: o->pci = true; return 0;
+	case O_PORT_DIR:
+		if (path_policy_allow_dir(arg, err, sizeof(err)) == 0)
+			return 0;
+		fprintf(stderr, "sluiced: %s\n", err);
+		return -1;
 	case O_MAIN_CPU:
 		if (parse_uint_opt("main-cpu", arg, 0, CPU_SETSIZE - 1, &v) != 0)
 			return -1;
@@ -143,6 +153,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "rx-desc", required_argument, NULL, O_RXD },
 		{ "tx-desc", required_argument, NULL, O_TXD },
 		{ "pci", no_argument, NULL, O_PCI },
+		{ "port-dir", required_argument, NULL, O_PORT_DIR },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

@@ -24,6 +24,7 @@
 #include <rte_mbuf.h>
 
 #include "log.h"
+#include "path_policy.h"
 #include "worker.h"
 
 #define POOL_CACHE 256
@@ -356,7 +357,8 @@ struct port *port_create(const char *name, const char *spec, enum port_error *er
 	}
 	snprintf(unique, sizeof(unique), "p%d", slot + 1);
 	*error = PORT_ERR_SPEC;
-	if (portspec_parse(spec, unique, config.n_workers, &p->ps, err, err_len) != 0)
+	if (portspec_parse(spec, unique, config.n_workers, &p->ps, err, err_len) != 0 ||
+	    path_policy_check(&p->ps, err, err_len) != 0)
 		goto fail;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->spec, sizeof(p->spec), "%s", spec);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNIX_PATH_MAX 107  /* sizeof(sun_path) - 1 */
+#define UNIX_PATH_MAX (PORTSPEC_PATH_LEN - 1)
 #define MAX_ITEMS 16
 
 enum value_type { V_STRING, V_PATH, V_IFNAME, V_UINT, V_ROLE, V_BOOL, V_MAC };
@@ -132,6 +132,19 @@ static bool is_mac(const char *v)
 		      &tail) == 6 && strlen(v) == 17;
 }
 
+/* Whether PATH has a ".." component. */
+static bool has_dotdot(const char *path)
+{
+	const char *p = path;
+
+	while ((p = strstr(p, "..")) != NULL) {
+		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+			return true;
+		p += 2;
+	}
+	return false;
+}
+
 static int check_value(const char *kind, const struct key_def *def, const char *v,
 		       char *err, size_t len)
 {
@@ -149,6 +162,14 @@ static int check_value(const char *kind, const struct key_def *def, const char *
 		if (strlen(v) > UNIX_PATH_MAX)
 			return fail(err, len, "%s: '%s' is longer than %d bytes", kind, def->key,
 				    UNIX_PATH_MAX);
+		/* A relative path would depend on the daemon's working directory, and ".."
+		 * defeats any check of where a path leads (docs/operations.md, Path policy). */
+		if (v[0] != '/')
+			return fail(err, len, "%s: '%s' must be an absolute path, not '%s'", kind,
+				    def->key, v);
+		if (has_dotdot(v))
+			return fail(err, len, "%s: '%s' must not contain '..' components", kind,
+				    def->key);
 		break;
 	case V_IFNAME:
 		if (strlen(v) > 15)
@@ -307,6 +328,26 @@ static int add_arg(struct portspec *out, const char *fmt, ...)
 	return (w < 0 || (size_t)w >= sizeof(out->devargs) - used) ? -1 : 0;
 }
 
+/* Records a path the spec names, for the path policy; USE is what the device does with it. */
+static void add_path(struct portspec *out, const char *key, enum portspec_path_use use,
+		     const char *path)
+{
+	struct portspec_path *p = &out->paths[out->n_paths++];
+
+	p->key = key;
+	p->use = use;
+	/* check_value() kept PATH within UNIX_PATH_MAX; the precision tells the compiler. */
+	snprintf(p->path, sizeof(p->path), "%.*s", UNIX_PATH_MAX, path);
+}
+
+/* The socket path of a kind with a role, recorded both ways gen and the policy read it. */
+static void add_socket_path(struct portspec *out, const char *key, const char *path)
+{
+	snprintf(out->path, sizeof(out->path), "%s", path);
+	add_path(out, key, out->path_is_server ? PORTSPEC_PATH_SOCKET_SERVER
+					       : PORTSPEC_PATH_SOCKET_CLIENT, path);
+}
+
 /* Role of the spec: the "role" item, or virtio-user's server=1; DEFAULT_SERVER otherwise. */
 static bool role_is_server(const struct item *items, unsigned int n, bool default_server)
 {
@@ -331,7 +372,7 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		rc |= add_arg(out, "iface=%s", required(items, n, "path"));
 		rc |= add_arg(out, "client=%d", out->path_is_server ? 0 : 1);
 		rc |= add_arg(out, "queues=%u", queues);
-		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "path"));
+		add_socket_path(out, "path", required(items, n, "path"));
 		break;
 	case PORTSPEC_VIRTIO_USER:
 		if (lookup(items, n, "role") && lookup(items, n, "server"))
@@ -344,7 +385,7 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 			rc |= add_arg(out, "queue_size=%s", v);
 		if ((v = lookup(items, n, "mac")) != NULL)
 			rc |= add_arg(out, "mac=%s", v);
-		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "path"));
+		add_socket_path(out, "path", required(items, n, "path"));
 		break;
 	case PORTSPEC_AF_XDP:
 		v = lookup(items, n, "queue");
@@ -382,15 +423,19 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 				return fail(err, len, "memif: 'ring_size' must be a power of two");
 			rc |= add_arg(out, "rsize=%d", __builtin_ctzl(slots));
 		}
-		snprintf(out->path, sizeof(out->path), "%s", required(items, n, "socket"));
+		add_socket_path(out, "socket", required(items, n, "socket"));
 		break;
 	case PORTSPEC_PCAP:
 		if (lookup(items, n, "rx") == NULL && lookup(items, n, "tx") == NULL)
 			return fail(err, len, "pcap: give 'rx', 'tx' or both");
-		if ((v = lookup(items, n, "rx")) != NULL)
+		if ((v = lookup(items, n, "rx")) != NULL) {
 			rc |= add_arg(out, "rx_pcap=%s", v);
-		if ((v = lookup(items, n, "tx")) != NULL)
+			add_path(out, "rx", PORTSPEC_PATH_READ, v);
+		}
+		if ((v = lookup(items, n, "tx")) != NULL) {
 			rc |= add_arg(out, "tx_pcap=%s", v);
+			add_path(out, "tx", PORTSPEC_PATH_WRITE, v);
+		}
 		break;
 	case PORTSPEC_RING:
 		/* A ring port is a loopback: what is sent on it comes back on its receive side. */

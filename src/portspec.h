@@ -17,6 +17,8 @@
 #define PORTSPEC_DEVNAME_LEN 64  /* RTE_DEV_NAME_MAX_LEN */
 #define PORTSPEC_ARGS_LEN 640
 #define PORTSPEC_ERR_LEN 200
+#define PORTSPEC_PATH_LEN 108    /* a path value, with its NUL: sizeof(sun_path) */
+#define PORTSPEC_MAX_PATHS 2     /* pcap has two: rx and tx */
 
 enum portspec_kind {
 	PORTSPEC_VHOST_USER,
@@ -32,6 +34,20 @@ enum portspec_kind {
 	PORTSPEC_KIND_COUNT
 };
 
+/* What the device does with a file a spec names: the path policy (path_policy.h) differs. */
+enum portspec_path_use {
+	PORTSPEC_PATH_READ,           /* opened for reading (pcap rx) */
+	PORTSPEC_PATH_WRITE,          /* created or truncated (pcap tx) */
+	PORTSPEC_PATH_SOCKET_SERVER,  /* a Unix socket this side binds */
+	PORTSPEC_PATH_SOCKET_CLIENT,  /* a Unix socket this side connects to */
+};
+
+struct portspec_path {
+	const char *key;              /* the spec's key, "tx", "path", ... (static storage) */
+	enum portspec_path_use use;
+	char path[PORTSPEC_PATH_LEN];
+};
+
 /* What a spec becomes: the kind, and the device name and arguments for rte_dev_probe(). */
 struct portspec {
 	enum portspec_kind kind;
@@ -40,12 +56,15 @@ struct portspec {
 	char devargs[PORTSPEC_ARGS_LEN];     /* e.g. "iface=/tmp/vm1.sock,client=0,queues=1" */
 	char path[PORTSPEC_MAX_LEN];         /* socket path the port serves, "" if none */
 	bool path_is_server;                 /* true when this side creates the socket */
+	unsigned int n_paths;                /* every file path the spec names */
+	struct portspec_path paths[PORTSPEC_MAX_PATHS];
 };
 
 /*
  * Parses SPEC. UNIQUE is a token unique among this process's devices (sluiced uses the port
  * number) and becomes part of the DPDK device name; QUEUES is the number of queue pairs to
- * ask for where the kind takes it. On error returns -1 and writes a message naming the field
+ * ask for where the kind takes it. Paths must be absolute and free of ".." components
+ * (lexical rules only: what is on the disk is path_policy.c's business). On error returns -1 and writes a message naming the field
  * to ERR (PORTSPEC_ERR_LEN bytes); on success returns 0.
  */
 int portspec_parse(const char *spec, const char *unique, unsigned int queues,

@@ -23,7 +23,9 @@
 	X(HAIRPIN, "hairpin")           \
 	X(VLAN, "vlan")                 \
 	X(NO_MATCH, "no_match")         \
-	X(ACTION_DROP, "action_drop")
+	X(ACTION_DROP, "action_drop")   \
+	X(RESERVED_MULTICAST, "reserved_multicast") \
+	X(STORM, "storm")
 
 enum stats_drop {
 #define STATS_DROP_ENUM(sym, name) STATS_DROP_##sym,

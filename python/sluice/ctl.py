@@ -93,6 +93,18 @@ def _count(text: str) -> int:
     return value
 
 
+YES = ("yes", "true", "on", "1")
+NO = ("no", "false", "off", "0")
+
+
+def _yes_no(text: str) -> bool:
+    if text.lower() in YES:
+        return True
+    if text.lower() in NO:
+        return False
+    raise argparse.ArgumentTypeError(f"not yes or no: {text!r}")
+
+
 def vlan_words(params: dict[str, Any]) -> dict[str, Any]:
     """`vlan N` after fdb-add's and fdb-del's other arguments becomes the 'vlan' param."""
     words = params.pop("vlan_words", None) or []
@@ -108,13 +120,16 @@ def vlan_words(params: dict[str, Any]) -> dict[str, Any]:
 
 
 SET_PORT_KEYS = {"vlan-mode": ("vlan_mode", str), "tag": ("tag", _count),
-                 "trunks": ("trunks", str), "learn-limit": ("learn_limit", _count)}
+                 "trunks": ("trunks", str), "learn-limit": ("learn_limit", _count),
+                 "storm-pps": ("storm_pps", _count)}
 
 
 def port_settings(params: dict[str, Any]) -> dict[str, Any]:
-    """set-port's KEY=VALUE words (vlan-mode=access tag=10) become named params."""
+    """set-port's KEY=VALUE words (vlan-mode=access tag=10) become named params; a KEY may
+    be spelt with '_' as in the protocol (storm_pps=100)."""
     for word in params.pop("settings", None) or []:
         key, sep, value = word.partition("=")
+        key = key.replace("_", "-")
         if not sep or key not in SET_PORT_KEYS:
             raise ValueError(f"{word!r}: settings are KEY=VALUE with KEY one of "
                              f"{', '.join(SET_PORT_KEYS)}")
@@ -144,22 +159,29 @@ VERBS: tuple[Verb, ...] = (
                        "300)", option="--aging", metavar="S", type=_count),
           Arg("max_entries", "learn: size of the address table (default 131072)",
               option="--max-entries", metavar="N", type=_count))),
-    Verb("set-switch", "change a learn switch's aging",
+    Verb("set-switch", "change a learn switch's aging or reserved-multicast filter",
          "Change how long SWITCH keeps a learned address it no longer sees (seconds; 0 "
-         "keeps them for ever). Entries already learned age by the new time.",
-         ("set-switch br0 --aging 30",),
-         (SWITCH, Arg("aging", "seconds", option="--aging", metavar="S", type=_count))),
-    Verb("set-port", "a learn switch port's VLAN mode and learn limit",
+         "keeps them for ever); entries already learned age by the new time. "
+         "--forward-reserved yes relays frames to 01:80:C2:00:00:00-0F (STP, LACP, LLDP, "
+         "802.1X), which a bridge drops by default (counted as reserved_multicast).",
+         ("set-switch br0 --aging 30", "set-switch br0 --forward-reserved yes"),
+         (SWITCH, Arg("aging", "seconds", option="--aging", metavar="S", type=_count),
+          Arg("forward_reserved", "yes or no: relay 01:80:C2:00:00:0X frames (default no)",
+              option="--forward-reserved", metavar="YES|NO", type=_yes_no))),
+    Verb("set-port", "a learn switch port's VLAN mode, learn limit and storm limit",
          "Set KEY=VALUE settings of port NAME of learn switch SWITCH: vlan-mode=access with "
          "tag=N (untagged frames, VLAN N inside the switch), vlan-mode=trunk with "
          "trunks=all or a list such as 0,10,100-200 (802.1Q-tagged frames of those VLANs; 0 "
          "means untagged frames), learn-limit=N (addresses the port may learn; 0: no "
-         "limit). A VLAN change forgets what the port had learned.",
+         "limit), storm-pps=N (frames a second the port may flood: broadcast, multicast "
+         "and unknown unicast; the rest are dropped as 'storm'; 0: no limit). A VLAN "
+         "change forgets what the port had learned.",
          ("set-port br0 vm1 vlan-mode=access tag=10",
           "set-port br0 uplink vlan-mode=trunk trunks=10,20",
-          "set-port br0 vm2 learn-limit=100"),
+          "set-port br0 vm2 learn-limit=100", "set-port br0 vm2 storm-pps=1000"),
          (SWITCH, Arg("name", "the port's name", metavar="NAME"),
-          Arg("settings", "KEY=VALUE: vlan-mode, tag, trunks, learn-limit", nargs="+",
+          Arg("settings", "KEY=VALUE: vlan-mode, tag, trunks, learn-limit, storm-pps",
+              nargs="+",
               metavar="KEY=VALUE")),
          convert=port_settings),
     Verb("fdb-show", "a learn switch's address table",
@@ -412,17 +434,19 @@ def format_fdb(r: Mapping[str, Any]) -> str:
 
 def format_learn_settings(s: Mapping[str, Any]) -> list[str]:
     """A learn switch's aging, table and per-port VLAN settings, for `show`."""
+    reserved = "forwarded" if s.get("forward_reserved") else "dropped"
     out = [f"    aging {s.get('aging')} s, {s.get('entries')} of {s.get('max_entries')} "
-           f"addresses"]
+           f"addresses, reserved multicast {reserved}"]
     rows = []
     for name, p in (s.get("port_settings") or {}).items():
         vlans = (f"access {p.get('tag')}" if p.get("vlan_mode") == "access" else
                  "trunk " + (p["trunks"] if isinstance(p.get("trunks"), str) else
                              ",".join(str(v) for v in p.get("trunks") or []) or "none"))
-        rows.append([name, vlans, p.get("learn_limit") or None, p.get("entries")])
+        rows.append([name, vlans, p.get("learn_limit") or None, p.get("storm_pps") or None,
+                     p.get("entries")])
     if rows:
-        out.append(table(["port", "vlans", "learn limit", "learned"], rows, right={2, 3},
-                         indent="    "))
+        out.append(table(["port", "vlans", "learn limit", "storm pps", "learned"], rows,
+                         right={2, 3, 4}, indent="    "))
     return out
 
 

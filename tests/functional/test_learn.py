@@ -360,3 +360,90 @@ def test_testpmd_clients_learned(daemon: Daemon, workdir: Path) -> None:
     assert stats["vm3"]["tx_packets"] == 0
     assert stats["vm3"]["flood_tx_dropped"] < 5_000
     assert stats["vm1"]["forwarded"] > 20_000
+
+
+def reserved(dst: str, ethertype: int, n: int) -> Ether:
+    """A link-local control frame (LLDP, LACP, ...) as a peer would send one, marked."""
+    return Ether(src=A, dst=dst, type=ethertype) / Raw(MARK + b"%06d" % n + bytes(40))
+
+
+def test_reserved_multicast_not_flooded(taps: Taps) -> None:
+    """01:80:C2:00:00:00-0F are for the link alone (802.1Q 8.6.3, table 8-1): a bridge that
+    does not run the protocol drops them and counts them, unless told to forward them."""
+    d = taps.daemon
+    before = taps.stats()["drops"]["reserved_multicast"]
+    bpdu = Ether(src=A, dst="01:80:c2:00:00:00") / Raw(b"\x42\x42\x03" + MARK + bytes(40))
+    assert taps.where("p0", bpdu) == set()                                     # STP
+    assert taps.where("p0", reserved("01:80:c2:00:00:02", 0x8809, 1)) == set()  # LACP
+    assert taps.where("p1", reserved("01:80:c2:00:00:03", 0x888E, 2)) == set()  # 802.1X
+    assert taps.where("p2", reserved("01:80:C2:00:00:0e", 0x88CC, 3)) == set()  # LLDP
+    assert taps.where("p2", reserved("01:80:c2:00:00:0f", 0x88CC, 4)) == set()
+    assert taps.stats()["drops"]["reserved_multicast"] == before + 5
+    # The next group address is not reserved and floods as any multicast.
+    assert taps.where("p3", reserved("01:80:c2:00:00:10", 0x88CC, 5)) == {"p0", "p1", "p2"}
+    assert d.call("show")["switches"][0]["forward_reserved"] is False
+    d.call("set-switch", switch="br0", forward_reserved=True)
+    assert d.call("show")["switches"][0]["forward_reserved"] is True
+    assert taps.where("p2", reserved("01:80:c2:00:00:0e", 0x88CC, 6)) == {"p0", "p1", "p3"}
+    d.call("set-switch", switch="br0", forward_reserved=False)
+    assert taps.where("p2", reserved("01:80:c2:00:00:0e", 0x88CC, 7)) == set()
+    st = taps.stats()
+    assert st["drops"]["reserved_multicast"] == before + 6
+    assert_accounting({p["name"]: p for p in st["ports"]})
+
+
+def port_stats(taps: Taps) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in taps.stats()["ports"]}
+
+
+def test_storm_control_limits_floods_only(taps: Taps) -> None:
+    """storm-pps caps the frames a port may flood; the rest are dropped as 'storm'. Exact:
+    every frame the port took in is either forwarded or a storm drop, and each other port
+    sent a copy of each forwarded one. Loose: how many passed, bounded by the bucket (a
+    tenth of a second's worth to start with) plus the rate times the time the storm took
+    as the test saw it, which only grows on a busy machine."""
+    d, pps, n = taps.daemon, 100, 400
+    d.call("set-port", switch="br0", name="p0", storm_pps=pps)
+    assert d.call("show")["switches"][0]["port_settings"]["p0"]["storm_pps"] == pps
+    # Unicast to a learned port is not limited at all.
+    taps.where("p1", frame(B, BCAST))
+    wait_for(lambda: taps.learned(B, "p1"), 5)
+    before = port_stats(taps)
+    for i in range(n):
+        taps.send("p0", frame(A, B, i))
+    wait_for(lambda: port_stats(taps)["p0"]["rx_packets"] - before["p0"]["rx_packets"] >= n
+             - 50, 10)
+    time.sleep(0.3)
+    after = port_stats(taps)
+    assert after["p0"]["drops"]["storm"] == before["p0"]["drops"]["storm"]
+    assert (after["p0"]["forwarded"] - before["p0"]["forwarded"]
+            == after["p0"]["rx_packets"] - before["p0"]["rx_packets"])
+    # A storm of broadcasts from p0.
+    d.call("clear-stats", switch="br0")
+    taps.received()
+    start = time.monotonic()
+    for i in range(n):
+        taps.send("p0", frame(A, BCAST, i))
+    last, rx, deadline = time.monotonic(), 0, time.monotonic() + 20
+    while time.monotonic() < deadline:   # until p0's count stops growing
+        time.sleep(0.1)
+        now_rx = port_stats(taps)["p0"]["rx_packets"]
+        if now_rx == rx and rx > 0:
+            break
+        rx, last = now_rx, time.monotonic()
+    elapsed = last - start
+    st = port_stats(taps)
+    p0, fwd, storm = st["p0"], st["p0"]["forwarded"], st["p0"]["drops"]["storm"]
+    assert_accounting(st)
+    assert p0["rx_packets"] > n // 2, p0          # the kernel's tap queue may lose a few
+    assert fwd + storm == p0["rx_packets"] and p0["dropped"] == storm
+    for other in ("p1", "p2", "p3"):
+        assert st[other]["tx_packets"] + st[other]["flood_tx_dropped"] == fwd, st[other]
+    assert 1 <= fwd <= pps // 10 + pps * elapsed + 2, (fwd, elapsed)
+    assert storm >= p0["rx_packets"] - (pps // 10 + pps * elapsed + 2)
+    # Off again: every broadcast floods.
+    d.call("set-port", switch="br0", name="p0", storm_pps=0)
+    d.call("clear-stats", switch="br0")
+    for i in range(50):
+        taps.send_and_wait("p0", frame(A, BCAST, i))
+    assert port_stats(taps)["p0"]["forwarded"] == 50

@@ -3,7 +3,8 @@
  * libFuzzer target for the learning bridge's frame parser (l2parse.h) and its table
  * (fdb.h). The input is a list of operations: frames to parse and learn or look up, static
  * entries, deletions, aging sweeps and reclaims. A shadow table of the same entries, kept the
- * obvious way, must agree with the real one after every operation; the sanitizers catch
+ * obvious way, must agree with the real one after every operation, and the parser must drop
+ * frames to the reserved group addresses exactly when told to; the sanitizers catch
  * everything else. `make fuzz` runs it for long, `make test` for 30 seconds.
  */
 #include <stdint.h>
@@ -124,6 +125,13 @@ static void age(struct state *s)
 		abort();
 }
 
+/* Whether the frame's destination is 01:80:C2:00:00:00..0F, written out the obvious way. */
+static bool is_reserved(const uint8_t *frame)
+{
+	return frame[0] == 0x01 && frame[1] == 0x80 && frame[2] == 0xc2 && frame[3] == 0 &&
+	       frame[4] == 0 && frame[5] <= 0x0f;
+}
+
 /* One operation at DATA; returns the bytes it used. */
 static size_t step(struct state *s, const uint8_t *data, size_t size)
 {
@@ -154,8 +162,15 @@ static size_t step(struct state *s, const uint8_t *data, size_t size)
 		/* Frames sit 2-byte aligned in mbufs, as struct rte_ether_hdr needs. */
 		memcpy(s->frame, data + 3, len);
 		drop = l2_parse(s->frame, (uint32_t)len, port, op & 0x10 ? (op >> 5) + 1 : 0,
-				s->member, &f);
-		if (drop >= 0 && drop != STATS_DROP_MALFORMED && drop != STATS_DROP_VLAN)
+				s->member, op & 0x08, &f);
+		if (drop >= 0 && drop != STATS_DROP_MALFORMED && drop != STATS_DROP_VLAN &&
+		    drop != STATS_DROP_RESERVED_MULTICAST)
+			abort();
+		/* Reserved group destinations are dropped exactly when not forwarded. */
+		if (len >= 14 && (drop < 0 || drop == STATS_DROP_VLAN) && !(op & 0x08) &&
+		    is_reserved(s->frame))
+			abort();
+		if (drop == STATS_DROP_RESERVED_MULTICAST && ((op & 0x08) || !is_reserved(s->frame)))
 			abort();
 		if (drop < 0) {
 			if (fdb_key_vlan(f.src_key) != f.vlan || (f.src_key & FDB_KEY_VALID) == 0)

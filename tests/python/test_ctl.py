@@ -20,6 +20,7 @@ from sluice.ctl import (
     accounting_check,
     build_request,
     execute,
+    format_learn_settings,
     format_ports,
     format_result,
     format_show,
@@ -43,7 +44,8 @@ from sluice.rpc import (
 )
 
 REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "hairpin", "vlan",
-           "no_match", "action_drop"]
+           "no_match", "action_drop", "reserved_multicast", "storm"]
+REPO = Path(__file__).resolve().parents[2]
 
 # ---- argv -> (method, params) ----
 
@@ -75,6 +77,14 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
     (["add-switch", "br1", "--mode", "learn", "--aging", "60", "--max-entries", "1024"],
      "add-switch", {"name": "br1", "mode": "learn", "aging": 60, "max_entries": 1024}),
     (["set-switch", "br0", "--aging", "0"], "set-switch", {"switch": "br0", "aging": 0}),
+    (["set-switch", "br0", "--forward-reserved", "yes"], "set-switch",
+     {"switch": "br0", "forward_reserved": True}),
+    (["set-switch", "br0", "--forward-reserved", "off", "--aging", "5"], "set-switch",
+     {"switch": "br0", "forward_reserved": False, "aging": 5}),
+    (["set-port", "br0", "vm1", "storm-pps=1000"], "set-port",
+     {"switch": "br0", "name": "vm1", "storm_pps": 1000}),
+    (["set-port", "br0", "vm1", "storm_pps=0", "learn_limit=2"], "set-port",
+     {"switch": "br0", "name": "vm1", "storm_pps": 0, "learn_limit": 2}),
     (["set-port", "br0", "vm1", "vlan-mode=access", "tag=10"], "set-port",
      {"switch": "br0", "name": "vm1", "vlan_mode": "access", "tag": 10}),
     (["set-port", "br0", "up", "vlan-mode=trunk", "trunks=0,10,100-200", "learn-limit=5"],
@@ -136,6 +146,8 @@ def test_global_options() -> None:
     ["set-port", "br0", "vm1"], ["set-port", "br0", "vm1", "vlan=10"],
     ["set-port", "br0", "vm1", "tag=ten"], ["fdb-add", "br0", "02:00:00:00:00:01", "vm1", "10"],
     ["fdb-del", "br0", "02:00:00:00:00:01", "vlan", "x"], ["fdb-show"],
+    ["set-switch", "br0", "--forward-reserved", "maybe"],
+    ["set-port", "br0", "vm1", "storm-pps=fast"], ["set-port", "br0", "vm1", "storm-pps=-1"],
 ])
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == Exit.USAGE == 2
@@ -305,6 +317,30 @@ def test_stats_one_table_per_switch() -> None:
     assert "switch br1 (mode patch)\nno ports" in text
     assert text.count("accounting ") == 1
     assert format_stats(stats_result()) == "no switches"
+
+
+def test_drop_reasons_are_the_same_everywhere() -> None:
+    """The daemon's list (src/stats.h), the protocol's table and the CLI reference name the
+    same reasons in the same order, and the stats table prints each one."""
+    header = (REPO / "src" / "stats.h").read_text()
+    assert re.findall(r'X\(\w+, "(\w+)"\)', header) == REASONS
+    protocol = (REPO / "docs" / "protocol.md").read_text().split("## Drop reasons", 1)[1]
+    assert re.findall(r"^\| `(\w+)` \|", protocol, re.M)[:len(REASONS)] == REASONS
+    cli = " ".join((REPO / "docs" / "cli.md").read_text().split())
+    assert all(f"`{r}`" in cli for r in REASONS)
+    every = {r: i + 1 for i, r in enumerate(REASONS)}
+    row = format_stats(stats_result(("br0", [port_stats("a", 99, 33, every)]))).splitlines()[2]
+    assert row.split()[10:] == [f"{r}={n}" for r, n in every.items()]
+
+
+def test_learn_settings_in_show() -> None:
+    lines = "\n".join(format_learn_settings({
+        "aging": 300, "entries": 2, "max_entries": 1024, "forward_reserved": False,
+        "port_settings": {"vm1": {"vlan_mode": "trunk", "trunks": "all", "learn_limit": 0,
+                                  "storm_pps": 500, "entries": 2}}})).splitlines()
+    assert lines[0] == "    aging 300 s, 2 of 1024 addresses, reserved multicast dropped"
+    assert lines[1].split() == ["port", "vlans", "learn", "limit", "storm", "pps", "learned"]
+    assert lines[2].split() == ["vm1", "trunk", "all", "-", "500", "2"]
 
 
 def test_drop_reasons_nonzero_only_in_protocol_order() -> None:

@@ -138,22 +138,53 @@ static void test_parse(void **state)
 
 	(void)state;
 	member[10] = 1u << 3;
-	assert_int_equal(l2_parse(frame, 60, 3, 0, member, &f), -1);
+	assert_int_equal(l2_parse(frame, 60, 3, 0, member, false, &f), -1);
 	assert_true(f.tagged);
 	assert_int_equal(f.vlan, 10);
 	assert_int_equal(f.dst_key, 0);                  /* broadcast */
 	assert_int_equal(f.src_key, fdb_key(mac_a, 10));
-	assert_int_equal(l2_parse(frame, 60, 4, 0, member, &f), STATS_DROP_VLAN);
-	assert_int_equal(l2_parse(frame, 60, 3, 10, member, &f), STATS_DROP_VLAN);
-	assert_int_equal(l2_parse(frame, 17, 3, 0, member, &f), STATS_DROP_MALFORMED);
-	assert_int_equal(l2_parse(frame, 13, 3, 0, member, &f), STATS_DROP_MALFORMED);
+	assert_int_equal(l2_parse(frame, 60, 4, 0, member, false, &f), STATS_DROP_VLAN);
+	assert_int_equal(l2_parse(frame, 60, 3, 10, member, false, &f), STATS_DROP_VLAN);
+	assert_int_equal(l2_parse(frame, 17, 3, 0, member, false, &f), STATS_DROP_MALFORMED);
+	assert_int_equal(l2_parse(frame, 13, 3, 0, member, false, &f), STATS_DROP_MALFORMED);
 	frame[12] = 0x08;                                /* untagged, on an access port */
 	frame[13] = 0x00;
-	assert_int_equal(l2_parse(frame, 60, 3, 20, member, &f), -1);
+	assert_int_equal(l2_parse(frame, 60, 3, 20, member, false, &f), -1);
 	assert_false(f.tagged);
 	assert_int_equal(f.vlan, 20);
 	frame[6] = 1;                                    /* group source */
-	assert_int_equal(l2_parse(frame, 60, 3, 20, member, &f), STATS_DROP_MALFORMED);
+	assert_int_equal(l2_parse(frame, 60, 3, 20, member, false, &f), STATS_DROP_MALFORMED);
+}
+
+/* 01:80:C2:00:00:00..0F are dropped unless forwarded; ..10 and other groups are not. */
+static void test_parse_reserved(void **state)
+{
+	static uint64_t member[4096];
+	uint8_t frame[64] __attribute__((aligned(8))) = {
+		0x01, 0x80, 0xc2, 0x00, 0x00, 0x00, 2, 0, 0, 0, 0, 0xa, 0x88, 0xcc };
+	struct l2_frame f;
+	unsigned int last;
+
+	(void)state;
+	member[0] = 1u << 3;
+	for (last = 0; last <= 0x0f; last++) {
+		frame[5] = (uint8_t)last;
+		assert_int_equal(l2_parse(frame, 60, 3, 0, member, false, &f),
+				 STATS_DROP_RESERVED_MULTICAST);
+		/* Before the VLAN check: counted as reserved on any port. */
+		assert_int_equal(l2_parse(frame, 60, 4, 0, member, false, &f),
+				 STATS_DROP_RESERVED_MULTICAST);
+		assert_int_equal(l2_parse(frame, 60, 3, 0, member, true, &f), -1);
+		assert_int_equal(f.dst_key, 0);
+	}
+	frame[5] = 0x10;
+	assert_int_equal(l2_parse(frame, 60, 3, 0, member, false, &f), -1);
+	frame[5] = 0x0e;
+	frame[3] = 0x01;                                 /* 01:80:C2:01:00:0E */
+	assert_int_equal(l2_parse(frame, 60, 3, 0, member, false, &f), -1);
+	frame[0] = 0x03;                                 /* another group address */
+	frame[3] = 0x00;
+	assert_int_equal(l2_parse(frame, 60, 3, 0, member, false, &f), -1);
 }
 
 int main(void)
@@ -164,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_full_and_reclaim),
 		cmocka_unit_test(test_sweep),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_parse_reserved),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

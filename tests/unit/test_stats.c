@@ -57,6 +57,8 @@ static void drop_names_are_fixed(void **state)
 	assert_string_equal(stats_drop_name(STATS_DROP_TX_FULL), "tx_full");
 	assert_string_equal(stats_drop_name(STATS_DROP_UNPATCHED), "unpatched");
 	assert_string_equal(stats_drop_name(STATS_DROP_ACTION_DROP), "action_drop");
+	assert_string_equal(stats_drop_name(STATS_DROP_RESERVED_MULTICAST), "reserved_multicast");
+	assert_string_equal(stats_drop_name(STATS_DROP_STORM), "storm");
 	assert_string_equal(stats_drop_name(STATS_DROP_COUNT), "?");
 }
 
