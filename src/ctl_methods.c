@@ -15,6 +15,7 @@
 #include "ctl.h"
 #include "fwd_learn.h"
 #include "log.h"
+#include "pool.h"
 #include "sluice_version.h"
 #include "switch.h"
 #include "worker.h"
@@ -526,6 +527,22 @@ static json_t *m_list_ports(json_t *params, struct ctl_error *e)
 	return a;
 }
 
+static json_t *pools_json(void)
+{
+	json_t *a = json_array();
+	struct pool_stats st;
+	unsigned int i;
+
+	for (i = 0; i < pool_count(); i++) {
+		pool_read(i, &st);
+		json_array_append_new(a, json_pack("{ss si sI sI sI sI}", "name", st.name,
+			"socket", st.socket, "size", (json_int_t)st.size,
+			"in_use", (json_int_t)st.in_use, "reserved", (json_int_t)st.reserved,
+			"alloc_failures", (json_int_t)st.alloc_failures));
+	}
+	return a;
+}
+
 static json_t *m_show(json_t *params, struct ctl_error *e)
 {
 	json_t *sws, *ver = m_version(params, e);
@@ -537,8 +554,8 @@ static json_t *m_show(json_t *params, struct ctl_error *e)
 	for (i = 0; i < SW_MAX; i++)
 		if (sw_by_index(i) != NULL)
 			json_array_append_new(sws, switch_json(sw_by_index(i), true));
-	return json_pack("{so so so}", "version", ver, "workers", workers_json(),
-			 "switches", sws);
+	return json_pack("{so so so so}", "version", ver, "workers", workers_json(),
+			 "switches", sws, "pools", pools_json());
 }
 
 static json_t *drop_reason_names(void)

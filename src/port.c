@@ -25,50 +25,26 @@
 
 #include "log.h"
 #include "path_policy.h"
+#include "fwd.h"
+#include "pool.h"
 #include "worker.h"
-
-#define POOL_CACHE 256
 
 static struct port *port_table[PORT_MAX];   /* slot i holds port number i + 1 */
 /* Slots of abandoned ports: their devices, named after the slot, still exist. */
 static bool slot_abandoned[PORT_MAX];
 static uint32_t port_generation[PORT_MAX];
-static struct rte_mempool *pools[RTE_MAX_NUMA_NODES];
 static struct port_config config = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024,
 				     .n_mbufs = 32767 };
 
 void port_init(const struct port_config *cfg)
 {
 	config = *cfg;
-}
-
-struct rte_mempool *port_mempool(int socket)
-{
-	char name[RTE_MEMPOOL_NAMESIZE];
-
-	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
-		socket = (int)rte_socket_id();
-	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
-		socket = 0;
-	if (pools[socket] != NULL)
-		return pools[socket];
-	snprintf(name, sizeof(name), "sluice_mbuf_s%d", socket);
-	pools[socket] = rte_pktmbuf_pool_create(name, config.n_mbufs, POOL_CACHE, 0,
-						RTE_MBUF_DEFAULT_BUF_SIZE, socket);
-	if (pools[socket] == NULL)
-		LOG(ERR, "cannot make mbuf pool on socket %d: %s", socket,
-		    rte_strerror(rte_errno));
-	return pools[socket];
+	pool_init(cfg->n_mbufs);
 }
 
 void port_fini(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < RTE_MAX_NUMA_NODES; i++) {
-		rte_mempool_free(pools[i]);
-		pools[i] = NULL;
-	}
+	pool_fini();
 }
 
 struct port *port_find(const char *name)
@@ -154,21 +130,24 @@ static int setup_queues(struct port *p, const struct rte_eth_dev_info *info, cha
 {
 	uint16_t rxd = config.rx_desc, txd = config.tx_desc;
 	int socket = rte_eth_dev_socket_id(p->ethdev);
-	struct rte_mempool *pool = port_mempool(socket);
 	unsigned int q;
 	int rc;
 
-	if (pool == NULL) {
-		snprintf(err, err_len, "no mbuf pool (hugepage memory exhausted?)");
-		return -1;
-	}
 	if (info->max_tx_queues < config.n_workers) {
 		snprintf(err, err_len, "device has %u transmit queues, %u workers need one each",
 			 info->max_tx_queues, config.n_workers);
 		return -1;
 	}
 	rte_eth_dev_adjust_nb_rx_tx_desc(p->ethdev, &rxd, &txd);
-	rc = rte_eth_rx_queue_setup(p->ethdev, 0, rxd, socket, NULL, pool);
+	/* What the port can hold: a full receive ring, every transmit queue's ring, a burst. */
+	p->pool_need = rxd + (unsigned int)txd * config.n_workers + FWD_MAX_BURST;
+	p->pool = pool_reserve(socket, p->pool_need);
+	if (p->pool == NULL) {
+		snprintf(err, err_len, "no memory for %u more packet buffers (hugepages exhausted?)",
+			 p->pool_need);
+		return -1;
+	}
+	rc = rte_eth_rx_queue_setup(p->ethdev, 0, rxd, socket, NULL, p->pool);
 	for (q = 0; rc == 0 && q < config.n_workers; q++)
 		rc = rte_eth_tx_queue_setup(p->ethdev, q, txd, socket, NULL);
 	if (rc != 0)
@@ -329,6 +308,9 @@ static void remove_device(struct port *p)
 	rc = rte_eal_hotplug_remove(p->ps.is_vdev ? "vdev" : "pci", p->ps.devname);
 	if (rc != 0)
 		LOG(WARNING, "port %s: device remove: %s", p->name, rte_strerror(-rc));
+	if (p->pool != NULL)
+		pool_release(p->pool, p->pool_need);
+	p->pool = NULL;
 }
 
 struct port *port_create(const char *name, const char *spec, enum port_error *error,

@@ -44,6 +44,8 @@ struct port {
 	bool lsc_callback;            /* a link-state callback is registered */
 	struct port_totals baseline;  /* subtracted from the counters: clear-stats */
 	uint64_t baseline_missed;     /* the same for the device's own miss counter */
+	struct rte_mempool *pool;     /* its receive queue's pool (pool.c) */
+	unsigned int pool_need;       /* mbufs it reserved there */
 };
 
 /* Error classes of port_create, for the control protocol's codes. */
@@ -52,7 +54,7 @@ enum port_error { PORT_ERR_SPEC = 1, PORT_ERR_DEVICE, PORT_ERR_LIMIT, PORT_ERR_E
 struct port_config {
 	unsigned int n_workers;       /* transmit queues per port */
 	unsigned int rx_desc, tx_desc;
-	unsigned int n_mbufs;         /* per NUMA socket, shared by all ports */
+	unsigned int n_mbufs;         /* per pool; pools are added as ports need them */
 };
 
 void port_init(const struct port_config *cfg);
@@ -86,9 +88,6 @@ static inline bool port_link_is_up(const struct port *p)
 {
 	return __atomic_load_n(&p->link_up, __ATOMIC_RELAXED);
 }
-
-/* The mbuf pool for NUMA SOCKET (SOCKET_ID_ANY: the caller's). Made on first use. */
-struct rte_mempool *port_mempool(int socket);
 
 /* Frees the pools; call after every port is destroyed. */
 void port_fini(void);

@@ -473,7 +473,18 @@ def format_show(r: Mapping[str, Any]) -> str:
             out.extend(format_learn_settings(s))
     workers = r.get("workers") or []
     out.append(format_workers(workers) if workers else "no workers")
+    if r.get("pools"):
+        out.append(format_pools(r["pools"]))
     return "\n".join(out)
+
+
+def format_pools(pools: Sequence[Mapping[str, Any]]) -> str:
+    """The mbuf pools: size, buffers in use (ports' rings hold some at all times), what the
+    ports reserved, and allocations that failed (the pool was empty)."""
+    rows = [[p.get("name"), p.get("socket"), p.get("size"), p.get("in_use"),
+             p.get("reserved"), p.get("alloc_failures")] for p in pools]
+    return table(["pool", "socket", "size", "in use", "reserved", "alloc failures"], rows,
+                 right={1, 2, 3, 4, 5})
 
 
 STATS_COLUMNS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "forwarded", "dropped",

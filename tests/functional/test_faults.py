@@ -120,3 +120,40 @@ def test_counters_consistent_under_traffic(daemon: Daemon, workdir: Path,
                    if p["rx_packets"] != p["forwarded"] + p["dropped"]]
     assert moving > 100, "traffic did not flow while the counters were read"
     assert not uneven, uneven[:10]
+
+
+def test_buffers_grow_with_ports_and_come_back(workdir: Path) -> None:
+    """Each tap port fills its receive ring at start (1,023 mbufs) and may hold a transmit
+    ring's worth: with pools of 4,096, six taps used to run the one pool dry. Now each port
+    reserves what it can hold and pools are added to cover it; flooding works on all of
+    them, nothing fails to allocate, and once the ports are gone every buffer is back."""
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    from scapy.sendrecv import sendp
+
+    daemon = Daemon(workdir, "pools", ["--mbufs", "4096"]).start()
+    taps = [f"slpl{os.getpid() % 10000}x{i}" for i in range(6)]
+    try:
+        daemon.call("add-switch", name="br0", mode="learn")
+        for i, tap in enumerate(taps):
+            daemon.call("add-port", switch="br0", name=f"t{i}", spec=f"tap:name={tap}")
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{tap}.disable_ipv6=1"],
+                           check=False)
+            subprocess.run(["ip", "link", "set", tap, "up"], check=True)
+        pools = daemon.call("show")["pools"]
+        assert len(pools) >= 2, pools
+        assert all(p["in_use"] <= p["size"] and p["alloc_failures"] == 0 for p in pools)
+        assert sum(p["in_use"] for p in pools) >= 6 * 1000   # the receive rings
+        daemon.call("clear-stats")
+        frame = Ether(src="02:00:00:00:aa:01", dst="ff:ff:ff:ff:ff:ff") / Raw(b"x" * 60)
+        sendp([frame] * 20, iface=taps[0], verbose=False)
+        wait_for(lambda: all(daemon.port_stats("br0")[f"t{i}"]["tx_packets"] >= 20
+                             for i in range(1, 6)), 10)
+        assert_accounting(daemon.port_stats("br0"))
+        assert all(p["alloc_failures"] == 0 for p in daemon.call("show")["pools"])
+        for i in range(6):
+            daemon.call("del-port", switch="br0", name=f"t{i}")
+        pools = daemon.call("show")["pools"]
+        assert [(p["in_use"], p["reserved"]) for p in pools] == [(0, 0)] * len(pools)
+    finally:
+        assert daemon.stop() == 0, daemon.log.read_text()

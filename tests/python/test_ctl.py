@@ -483,3 +483,14 @@ def test_main_without_daemon_exits_3(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert f"{tmp_path}/env.sock" in capsys.readouterr().err
     assert main(["--socket", str(tmp_path / "opt.sock"), "version"]) == Exit.UNREACHABLE
     assert f"{tmp_path}/opt.sock" in capsys.readouterr().err
+
+
+def test_show_lists_pools() -> None:
+    result = {"version": {"version": "0.1.0", "dpdk": "DPDK 22.11.11", "protocol": 1},
+              "workers": [], "switches": [],
+              "pools": [{"name": "sluice_mbuf_s0_0", "socket": 0, "size": 32767,
+                         "in_use": 2048, "reserved": 4608, "alloc_failures": 3}]}
+    lines = format_show(result).splitlines()
+    assert lines[-2].split() == ["pool", "socket", "size", "in", "use", "reserved", "alloc",
+                                 "failures"]
+    assert lines[-1].split() == ["sluice_mbuf_s0_0", "0", "32767", "2048", "4608", "3"]
