@@ -41,9 +41,32 @@ static struct client *clients[CTL_MAX_CLIENTS];
 
 /* ---- JSON-RPC envelope ---- */
 
-static char *dump_line(json_t *resp)
+/*
+ * The answer of last resort, when the real one could not be built (jansson refuses text that
+ * is not UTF-8, or memory ran out): an internal error that still carries the request's id,
+ * so that every request gets exactly one answer and pipelined answers stay in step.
+ */
+static char *fallback_line(json_t *id)
 {
-	char *s = json_dumps(resp, JSON_COMPACT);
+	static const char fmt[] = "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,"
+				  "\"message\":\"internal error: the answer could not be "
+				  "built (see the daemon's log)\"}}\n";
+	char *id_text = id != NULL ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	const char *shown = id_text != NULL ? id_text : "null";
+	size_t len = sizeof(fmt) + strlen(shown) + 16;
+	char *line = malloc(len);
+
+	if (line != NULL)
+		snprintf(line, len, fmt, shown, CTL_INTERNAL);
+	LOG(ERR, "could not build the answer to request %s", shown);
+	free(id_text);
+	return line;
+}
+
+/* RESP (taken over; NULL if building it failed) as one line, or the fallback for ID. */
+static char *dump_line(json_t *resp, json_t *id)
+{
+	char *s = resp != NULL ? json_dumps(resp, JSON_COMPACT) : NULL;
 	char *line = NULL;
 	size_t n;
 
@@ -58,14 +81,14 @@ static char *dump_line(json_t *resp)
 		free(s);
 	}
 	json_decref(resp);
-	return line;
+	return line != NULL ? line : fallback_line(id);
 }
 
 static char *error_line(json_t *id, int code, const char *message)
 {
 	return dump_line(json_pack("{ss sO s{si ss}}", "jsonrpc", "2.0",
 				   "id", id ? id : json_null(),
-				   "error", "code", code, "message", message));
+				   "error", "code", code, "message", message), id);
 }
 
 static bool valid_id(json_t *id)
@@ -109,7 +132,7 @@ static char *handle_request(json_t *req, bool strict, struct ctl_error *e)
 	if (result == NULL)
 		return error_line(id, e->code ? e->code : CTL_INTERNAL, e->message);
 	return dump_line(json_pack("{ss sO so}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-				   "result", result));
+				   "result", result), id);
 }
 
 char *ctl_handle_line(const char *line, size_t len)

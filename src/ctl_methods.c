@@ -24,6 +24,35 @@
 static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The length of a UTF-8 sequence that starts with LEAD (1 for a stray byte). */
+static size_t utf8_seq_len(unsigned char lead)
+{
+	if (lead >= 0xf0)
+		return 4;
+	if (lead >= 0xe0)
+		return 3;
+	if (lead >= 0xc0)
+		return 2;
+	return 1;
+}
+
+/*
+ * Drops a UTF-8 character that a length limit cut in two at the end of S. Messages quote
+ * what clients sent, and jansson refuses to build an answer around a broken character.
+ */
+static void utf8_trim_cut(char *s)
+{
+	size_t len = strlen(s), i = len, back = 0;
+
+	while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0xc0 &&
+	    utf8_seq_len((unsigned char)s[i - 1]) > back + 1)
+		s[i - 1] = '\0';
+}
+
 static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -32,6 +61,7 @@ static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e->message, sizeof(e->message), fmt, ap);
 	va_end(ap);
+	utf8_trim_cut(e->message);
 	return NULL;
 }
 
