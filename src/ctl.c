@@ -4,6 +4,11 @@
  * envelope and hands the method to ctl_methods.c. A client that sends garbage gets an
  * error answer (or, past 64 KiB without a newline, an answer and a closed connection);
  * nothing a client sends can stop the daemon.
+ *
+ * One thread serves every client, so it never waits for one: sockets are non-blocking and
+ * each client has an output buffer that drains when epoll says the socket can take more.
+ * A client that does not read its answers is held back (its further requests wait unread
+ * while more than CTL_OUT_PAUSE of answers are pending), so its buffer stays bounded.
  */
 #include "ctl.h"
 
@@ -26,18 +31,39 @@
 
 #define CTL_MAX_CLIENTS 64
 #define CTL_LINE_MAX (64 * 1024)
+#define CTL_OUT_PAUSE (256 * 1024)      /* a client's requests wait while this much is unread */
+#define CTL_OUT_MAX (16 * 1024 * 1024)  /* a client with more unread answers is dropped */
+#define CTL_OUT_KEEP (64 * 1024)        /* a larger drained output buffer is freed */
+#define CTL_EVICT_IDLE_MS 1000          /* a full table makes room by closing a client idle this long */
 #define CTL_LINK_MS 500          /* link states are re-read this often */
 #define CTL_HOUSEKEEPING_MS 10   /* learning and aging, when a switch has any */
 
 struct client {
 	int fd;
+	uint32_t events;         /* what epoll watches for it now */
+	bool closing;            /* drop it once its output is sent */
+	uint64_t last_ms;        /* when bytes last moved either way */
+	char *out;               /* answers not yet sent: out[sent..used) */
+	size_t out_sent, out_used, out_cap;
 	size_t len;
 	char buf[CTL_LINE_MAX + 1];
 };
 
 static int listen_fd = -1;
+static int epoll_fd = -1;
 static char listen_path[108];
 static struct client *clients[CTL_MAX_CLIENTS];
+static struct ctl_config ctl_cfg = { .idle_timeout_s = 60 };
+
+void ctl_init(const struct ctl_config *cfg)
+{
+	ctl_cfg = *cfg;
+}
+
+static uint64_t now_ms(void)
+{
+	return rte_get_timer_cycles() / (rte_get_timer_hz() / 1000);
+}
 
 /* ---- JSON-RPC envelope ---- */
 
@@ -259,14 +285,20 @@ int ctl_listen(const char *path)
 	return 0;
 }
 
+static void free_client(struct client *c)
+{
+	close(c->fd);
+	free(c->out);
+	free(c);
+}
+
 void ctl_close(void)
 {
 	unsigned int i;
 
 	for (i = 0; i < CTL_MAX_CLIENTS; i++)
 		if (clients[i] != NULL) {
-			close(clients[i]->fd);
-			free(clients[i]);
+			free_client(clients[i]);
 			clients[i] = NULL;
 		}
 	if (listen_fd >= 0) {
@@ -276,61 +308,158 @@ void ctl_close(void)
 	}
 }
 
-static void drop_client(int epfd, unsigned int slot)
+static void drop_client(unsigned int slot)
 {
-	epoll_ctl(epfd, EPOLL_CTL_DEL, clients[slot]->fd, NULL);
-	close(clients[slot]->fd);
-	free(clients[slot]);
+	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, clients[slot]->fd, NULL);
+	free_client(clients[slot]);
 	clients[slot] = NULL;
 }
 
-static void accept_client(int epfd)
+static size_t out_pending(const struct client *c)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-	struct timeval tv = { .tv_sec = 2 };
-	unsigned int slot;
-	int fd;
-
-	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	for (slot = 0; slot < CTL_MAX_CLIENTS && clients[slot] != NULL; slot++)
-		;
-	if (slot == CTL_MAX_CLIENTS) {
-		char *msg = error_line(NULL, CTL_LIMIT, "too many control connections");
-
-		if (msg != NULL && write(fd, msg, strlen(msg)) < 0)
-			LOG(DEBUG, "could not tell a client it was refused");
-		free(msg);
-		close(fd);
-		return;
-	}
-	clients[slot] = malloc(sizeof(struct client));
-	if (clients[slot] == NULL) {
-		close(fd);
-		return;
-	}
-	clients[slot]->fd = fd;
-	clients[slot]->len = 0;
-	/* Answers are written blocking; a client that stops reading is cut off after 2 s. */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	ev.data.u32 = slot + 1;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+	return c->out_used - c->out_sent;
 }
 
-static int send_all(int fd, const char *s)
+/* Queues LINE (taken over) for C; -1 when C has more unread answers than it may. */
+static int queue_line(struct client *c, char *line)
 {
-	size_t left = strlen(s);
+	size_t n = strlen(line), cap;
+	char *grown;
+
+	if (out_pending(c) + n > CTL_OUT_MAX) {
+		free(line);
+		return -1;
+	}
+	if (c->out_sent > 0 && c->out_used + n > c->out_cap) {
+		memmove(c->out, c->out + c->out_sent, out_pending(c));
+		c->out_used -= c->out_sent;
+		c->out_sent = 0;
+	}
+	if (c->out_used + n > c->out_cap) {
+		for (cap = c->out_cap ? c->out_cap : 4096; cap < c->out_used + n; cap *= 2)
+			;
+		grown = realloc(c->out, cap);
+		if (grown == NULL) {
+			free(line);
+			return -1;
+		}
+		c->out = grown;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_used, line, n);
+	c->out_used += n;
+	free(line);
+	return 0;
+}
+
+/* Sends what C's socket takes now; -1 when the connection is broken. */
+static int flush_client(struct client *c)
+{
 	ssize_t w;
 
-	while (left > 0) {
-		w = send(fd, s, left, MSG_NOSIGNAL);
+	while (out_pending(c) > 0) {
+		w = send(c->fd, c->out + c->out_sent, out_pending(c), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
 		if (w <= 0)
 			return -1;
-		s += w;
-		left -= (size_t)w;
+		c->out_sent += (size_t)w;
+		c->last_ms = now_ms();
+	}
+	c->out_sent = c->out_used = 0;
+	if (c->out_cap > CTL_OUT_KEEP) {   /* one big answer need not pin its memory */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
 	}
 	return 0;
+}
+
+/* Watches C for what it needs: requests while it may send more, room while output waits. */
+static void update_events(struct client *c, unsigned int slot)
+{
+	struct epoll_event ev = { .events = 0, .data.u32 = slot + 1 };
+
+	if (!c->closing && out_pending(c) < CTL_OUT_PAUSE && c->len < CTL_LINE_MAX)
+		ev.events |= EPOLLIN;
+	if (out_pending(c) > 0)
+		ev.events |= EPOLLOUT;
+	if (ev.events != c->events) {
+		epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+		c->events = ev.events;
+	}
+}
+
+/* The client idle longest, if it has been idle CTL_EVICT_IDLE_MS; -1 if none. */
+static int longest_idle(uint64_t now)
+{
+	int slot, best = -1;
+
+	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
+		if (clients[slot] != NULL && out_pending(clients[slot]) == 0 &&
+		    now - clients[slot]->last_ms >= CTL_EVICT_IDLE_MS &&
+		    (best < 0 || clients[slot]->last_ms < clients[best]->last_ms))
+			best = slot;
+	return best;
+}
+
+static void refuse_client(int fd)
+{
+	char *msg = error_line(NULL, CTL_LIMIT, "too many control connections");
+
+	if (msg != NULL && send(fd, msg, strlen(msg), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		LOG(DEBUG, "could not tell a client it was refused");
+	free(msg);
+	close(fd);
+}
+
+/*
+ * A free slot for a new client. When all are taken, the client idle longest makes room if
+ * it has said nothing for a while: idle connections (a crashed tool's, a forgotten shell's)
+ * must not lock sluicectl out, and one idle a second longer is unlikely to be mid-dialogue.
+ */
+static int free_client_slot(void)
+{
+	uint64_t now = now_ms();
+	int slot;
+
+	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
+		if (clients[slot] == NULL)
+			return slot;
+	slot = longest_idle(now);
+	if (slot >= 0) {
+		LOG(NOTICE, "control: %d connections; closing the one idle longest (%.1f s) to "
+		    "make room", CTL_MAX_CLIENTS, (double)(now - clients[slot]->last_ms) / 1000);
+		drop_client((unsigned int)slot);
+	}
+	return slot;
+}
+
+static void accept_client(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct client *c;
+	int fd, slot;
+
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	slot = free_client_slot();
+	if (slot < 0) {
+		refuse_client(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->events = EPOLLIN;
+	c->last_ms = now_ms();
+	clients[slot] = c;
+	ev.data.u32 = (uint32_t)slot + 1;
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 static bool only_space(const char *s, const char *end)
@@ -341,48 +470,96 @@ static bool only_space(const char *s, const char *end)
 	return true;
 }
 
-/* Answers every complete line in C's buffer; -1 when the client must be dropped. */
+/*
+ * Answers the complete lines in C's buffer while its unread output is under CTL_OUT_PAUSE;
+ * the rest wait there for the client to read. -1 when the client must be dropped.
+ */
 static int serve_lines(struct client *c)
 {
 	char *start = c->buf, *nl, *resp;
 	int rc = 0;
 
-	while (rc == 0 && (nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
+	while (rc == 0 && !c->closing && out_pending(c) < CTL_OUT_PAUSE &&
+	       (nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
 		if (!only_space(start, nl)) {
 			resp = ctl_handle_line(start, (size_t)(nl - start));
-			if (resp != NULL && send_all(c->fd, resp) != 0)
+			if (resp != NULL && queue_line(c, resp) != 0) {
+				LOG(WARNING, "control: dropping a client with more than %d MiB of "
+				    "unread answers", CTL_OUT_MAX >> 20);
 				rc = -1;
-			free(resp);
+			}
 		}
 		start = nl + 1;
 	}
 	c->len -= (size_t)(start - c->buf);
 	memmove(c->buf, start, c->len);
-	if (rc == 0 && c->len == CTL_LINE_MAX) {
+	if (rc == 0 && !c->closing && c->len == CTL_LINE_MAX &&
+	    memchr(c->buf, '\n', c->len) == NULL) {
 		resp = error_line(NULL, CTL_INVALID_REQUEST, "request longer than 64 KiB");
 		if (resp != NULL)
-			send_all(c->fd, resp);
-		free(resp);
-		rc = -1;
+			rc = queue_line(c, resp);
+		c->closing = true;
 	}
 	return rc;
 }
 
-static void read_client(int epfd, unsigned int slot)
+/* Serves what C has buffered, sends what it can and re-arms epoll; drops C when done. */
+static void serve_client(unsigned int slot)
+{
+	struct client *c = clients[slot];
+
+	if (serve_lines(c) != 0 || flush_client(c) != 0 ||
+	    (c->closing && out_pending(c) == 0)) {
+		drop_client(slot);
+		return;
+	}
+	update_events(c, slot);
+}
+
+static void read_client(unsigned int slot)
 {
 	struct client *c = clients[slot];
 	ssize_t n;
 
+	if (c->len == CTL_LINE_MAX || c->closing)
+		return;
 	n = recv(c->fd, c->buf + c->len, CTL_LINE_MAX - c->len, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-		drop_client(epfd, slot);
+		drop_client(slot);
 		return;
 	}
 	if (n < 0)
 		return;
 	c->len += (size_t)n;
-	if (serve_lines(c) != 0)
-		drop_client(epfd, slot);
+	c->last_ms = now_ms();
+}
+
+static void client_event(unsigned int slot, uint32_t events)
+{
+	if (events & EPOLLIN)
+		read_client(slot);
+	else if (events & (EPOLLHUP | EPOLLERR)) {
+		drop_client(slot);
+		return;
+	}
+	if (clients[slot] != NULL)
+		serve_client(slot);
+}
+
+/* Closes clients that moved no byte for --client-idle-timeout. */
+static void close_idle_clients(void)
+{
+	uint64_t now = now_ms(), limit = (uint64_t)ctl_cfg.idle_timeout_s * 1000;
+	unsigned int slot;
+
+	if (limit == 0)
+		return;
+	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
+		if (clients[slot] != NULL && now - clients[slot]->last_ms >= limit) {
+			LOG(INFO, "control: closing a connection idle for %u s",
+			    ctl_cfg.idle_timeout_s);
+			drop_client(slot);
+		}
 }
 
 static void refresh_links(void)
@@ -407,22 +584,22 @@ static int make_signal_fd(void)
 int ctl_serve(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, events[16];
-	int epfd, sigfd, n, i, timeout = CTL_LINK_MS;
+	int sigfd, n, i, timeout = CTL_LINK_MS;
 	uint64_t last_links = 0, now;
 	bool running = true;
 
-	epfd = epoll_create1(EPOLL_CLOEXEC);
+	epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	sigfd = make_signal_fd();
-	if (epfd < 0 || sigfd < 0) {
+	if (epoll_fd < 0 || sigfd < 0) {
 		LOG(ERR, "epoll/signalfd: %s", strerror(errno));
 		return -1;
 	}
 	ev.data.u32 = 0;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
 	ev.data.u32 = UINT32_MAX;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, sigfd, &ev);
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, sigfd, &ev);
 	while (running) {
-		n = epoll_wait(epfd, events, RTE_DIM(events), timeout);
+		n = epoll_wait(epoll_fd, events, RTE_DIM(events), timeout);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (i = 0; i < n; i++) {
@@ -435,19 +612,21 @@ int ctl_serve(void)
 					LOG(NOTICE, "signal %u: shutting down", si.ssi_signo);
 				running = false;
 			} else if (tag == 0) {
-				accept_client(epfd);
+				accept_client();
 			} else if (clients[tag - 1] != NULL) {
-				read_client(epfd, tag - 1);
+				client_event(tag - 1, events[i].events);
 			}
 		}
 		timeout = sw_tick_all() ? CTL_HOUSEKEEPING_MS : CTL_LINK_MS;
-		now = rte_get_timer_cycles() / (rte_get_timer_hz() / 1000);
+		now = now_ms();
 		if (now - last_links >= CTL_LINK_MS) {
 			refresh_links();
+			close_idle_clients();
 			last_links = now;
 		}
 	}
 	close(sigfd);
-	close(epfd);
+	close(epoll_fd);
+	epoll_fd = -1;
 	return 0;
 }

@@ -39,6 +39,13 @@ char *ctl_handle_line(const char *line, size_t len);
 /* Runs every request in FILE; on the first failure prints it with its line number. */
 int ctl_apply_config(const char *file);
 
+struct ctl_config {
+	unsigned int idle_timeout_s;       /* close a client silent this long; 0: never */
+};
+
+/* Sets the control server's limits (before ctl_serve). */
+void ctl_init(const struct ctl_config *cfg);
+
 /* Listens on PATH (made 0660; an abandoned socket file is replaced, a live one refused). */
 int ctl_listen(const char *path);
 

@@ -42,6 +42,7 @@ struct options {
 	bool pci;
 	struct port_config ports;
 	struct wk_config workers;
+	struct ctl_config ctl;
 };
 
 static void usage(FILE *f)
@@ -67,6 +68,8 @@ static void usage(FILE *f)
 "  --rx-desc N          receive descriptors per port (default 1024)\n"
 "  --tx-desc N          transmit descriptors per port and worker (default 1024)\n"
 "  --pci                let PCI ports be added (default: no PCI bus scan)\n"
+"  --client-idle-timeout S  close a control connection that sent and read nothing\n"
+"                       for S seconds; 0 never (default 60)\n"
 "  -h, --help           this text\n"
 "  -V, --version        print versions and exit\n"
 "\n"
@@ -93,7 +96,7 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 }
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
-       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI };
+       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_CLIENT_IDLE };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
@@ -117,6 +120,8 @@ static int parse_one(struct options *o, int c, const char *arg)
 	case O_MBUFS: return parse_uint_opt("mbufs", arg, 1024, 1U << 24, &o->ports.n_mbufs);
 	case O_RXD: return parse_uint_opt("rx-desc", arg, 32, 32768, &o->ports.rx_desc);
 	case O_TXD: return parse_uint_opt("tx-desc", arg, 32, 32768, &o->ports.tx_desc);
+	case O_CLIENT_IDLE: return parse_uint_opt("client-idle-timeout", arg, 0, 86400,
+						  &o->ctl.idle_timeout_s);
 	case 'h': usage(stdout); exit(0);
 	case 'V':
 		printf("sluiced %s (%s)\n", SLUICE_VERSION, rte_version());
@@ -143,6 +148,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "rx-desc", required_argument, NULL, O_RXD },
 		{ "tx-desc", required_argument, NULL, O_TXD },
 		{ "pci", no_argument, NULL, O_PCI },
+		{ "client-idle-timeout", required_argument, NULL, O_CLIENT_IDLE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -317,6 +323,7 @@ static int run(const struct options *o)
 	int rc = 1;
 
 	port_init(&o->ports);
+	ctl_init(&o->ctl);
 	if (wk_init(rte_lcore_count() - 1, &o->workers) != 0 || wk_start() != 0)
 		return 1;
 	if (ctl_listen(o->socket) != 0)
@@ -338,6 +345,7 @@ int main(int argc, char **argv)
 		.socket = DEFAULT_SOCKET, .main_cpu = -1, .log_level = "info",
 		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767 },
 		.workers = { .burst = 32, .idle_sleep_us = 50 },
+		.ctl = { .idle_timeout_s = 60 },
 	};
 	char *eal[MAX_EAL_ARGS], lcores[512];
 	int first, n, rc;
