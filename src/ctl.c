@@ -35,6 +35,7 @@
 #define CTL_OUT_MAX (16 * 1024 * 1024)  /* a client with more unread answers is dropped */
 #define CTL_OUT_KEEP (64 * 1024)        /* a larger drained output buffer is freed */
 #define CTL_EVICT_IDLE_MS 1000          /* a full table makes room by closing a client idle this long */
+#define CTL_SETUP_POLL_MS 50     /* a port set-up's deadline is checked this often */
 #define CTL_LINK_MS 500          /* link states are re-read this often */
 #define CTL_HOUSEKEEPING_MS 10   /* learning and aging, when a switch has any */
 
@@ -54,6 +55,18 @@ static int epoll_fd = -1;
 static char listen_path[108];
 static struct client *clients[CTL_MAX_CLIENTS];
 static struct ctl_config ctl_cfg = { .idle_timeout_s = 60 };
+
+/*
+ * The request whose answer waits for the port set-up thread (add-port), and the client to
+ * give it to (-1: gone, the answer is dropped). That client's further requests wait, so its
+ * answers stay in order.
+ */
+static struct {
+	bool active;
+	int slot;
+	json_t *id;               /* NULL: a notification, nobody to answer */
+} deferred;
+static int current_slot = -1;   /* the client whose request is being handled */
 
 void ctl_init(const struct ctl_config *cfg)
 {
@@ -117,6 +130,24 @@ static char *error_line(json_t *id, int code, const char *message)
 				   "error", "code", code, "message", message), id);
 }
 
+/* The answer to request ID: RESULT (taken over), or the error in E when RESULT is NULL. */
+static char *answer_line(json_t *id, json_t *result, const struct ctl_error *e)
+{
+	if (result == NULL)
+		return error_line(id, e->code ? e->code : CTL_INTERNAL, e->message);
+	return dump_line(json_pack("{ss sO so}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+				   "result", result), id);
+}
+
+/* Notes that request ID of the current client is answered when its port set-up ends. */
+static char *defer_answer(json_t *id)
+{
+	deferred.active = true;
+	deferred.slot = current_slot;
+	deferred.id = id != NULL ? json_incref(id) : NULL;
+	return NULL;
+}
+
 static bool valid_id(json_t *id)
 {
 	return id == NULL || json_is_string(id) || json_is_integer(id) || json_is_null(id);
@@ -151,14 +182,17 @@ static char *handle_request(json_t *req, bool strict, struct ctl_error *e)
 	e->code = 0;
 	result = ctl_call(json_string_value(method), params, e);
 	json_decref(empty);
+	if (result == NULL && e->code == CTL_DEFERRED) {
+		if (!strict)              /* the config file: wait for it here */
+			result = ctl_setup_wait(e);
+		else
+			return defer_answer(id);
+	}
 	if (strict && id == NULL) {       /* a notification: no answer */
 		json_decref(result);
 		return NULL;
 	}
-	if (result == NULL)
-		return error_line(id, e->code ? e->code : CTL_INTERNAL, e->message);
-	return dump_line(json_pack("{ss sO so}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-				   "result", result), id);
+	return answer_line(id, result, e);
 }
 
 char *ctl_handle_line(const char *line, size_t len)
@@ -310,6 +344,8 @@ void ctl_close(void)
 
 static void drop_client(unsigned int slot)
 {
+	if (deferred.active && deferred.slot == (int)slot)
+		deferred.slot = -1;     /* its add-port goes on; the answer has nobody to go to */
 	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, clients[slot]->fd, NULL);
 	free_client(clients[slot]);
 	clients[slot] = NULL;
@@ -318,6 +354,12 @@ static void drop_client(unsigned int slot)
 static size_t out_pending(const struct client *c)
 {
 	return c->out_used - c->out_sent;
+}
+
+/* True while the client in SLOT waits for a deferred answer (its requests wait too). */
+static bool client_waiting(unsigned int slot)
+{
+	return deferred.active && deferred.slot == (int)slot;
 }
 
 /* Queues LINE (taken over) for C; -1 when C has more unread answers than it may. */
@@ -380,7 +422,8 @@ static void update_events(struct client *c, unsigned int slot)
 {
 	struct epoll_event ev = { .events = 0, .data.u32 = slot + 1 };
 
-	if (!c->closing && out_pending(c) < CTL_OUT_PAUSE && c->len < CTL_LINE_MAX)
+	if (!c->closing && out_pending(c) < CTL_OUT_PAUSE && c->len < CTL_LINE_MAX &&
+	    !client_waiting(slot))
 		ev.events |= EPOLLIN;
 	if (out_pending(c) > 0)
 		ev.events |= EPOLLOUT;
@@ -397,6 +440,7 @@ static int longest_idle(uint64_t now)
 
 	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
 		if (clients[slot] != NULL && out_pending(clients[slot]) == 0 &&
+		    !client_waiting((unsigned int)slot) &&
 		    now - clients[slot]->last_ms >= CTL_EVICT_IDLE_MS &&
 		    (best < 0 || clients[slot]->last_ms < clients[best]->last_ms))
 			best = slot;
@@ -474,15 +518,18 @@ static bool only_space(const char *s, const char *end)
  * Answers the complete lines in C's buffer while its unread output is under CTL_OUT_PAUSE;
  * the rest wait there for the client to read. -1 when the client must be dropped.
  */
-static int serve_lines(struct client *c)
+static int serve_lines(struct client *c, unsigned int slot)
 {
 	char *start = c->buf, *nl, *resp;
 	int rc = 0;
 
 	while (rc == 0 && !c->closing && out_pending(c) < CTL_OUT_PAUSE &&
+	       !client_waiting(slot) &&
 	       (nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
 		if (!only_space(start, nl)) {
+			current_slot = (int)slot;
 			resp = ctl_handle_line(start, (size_t)(nl - start));
+			current_slot = -1;
 			if (resp != NULL && queue_line(c, resp) != 0) {
 				LOG(WARNING, "control: dropping a client with more than %d MiB of "
 				    "unread answers", CTL_OUT_MAX >> 20);
@@ -508,7 +555,7 @@ static void serve_client(unsigned int slot)
 {
 	struct client *c = clients[slot];
 
-	if (serve_lines(c) != 0 || flush_client(c) != 0 ||
+	if (serve_lines(c, slot) != 0 || flush_client(c) != 0 ||
 	    (c->closing && out_pending(c) == 0)) {
 		drop_client(slot);
 		return;
@@ -555,7 +602,8 @@ static void close_idle_clients(void)
 	if (limit == 0)
 		return;
 	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
-		if (clients[slot] != NULL && now - clients[slot]->last_ms >= limit) {
+		if (clients[slot] != NULL && !client_waiting(slot) &&
+		    now - clients[slot]->last_ms >= limit) {
 			LOG(INFO, "control: closing a connection idle for %u s",
 			    ctl_cfg.idle_timeout_s);
 			drop_client(slot);
@@ -581,16 +629,74 @@ static int make_signal_fd(void)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
+/* Gives the deferred add-port its answer, once the set-up thread is done. */
+static void deliver_setup_answer(void)
+{
+	struct ctl_error e = { 0 };
+	json_t *result = NULL, *id;
+	char *line = NULL;
+	int slot;
+
+	if (ctl_setup_collect(&result, &e) == 0)
+		return;
+	if (!deferred.active) {
+		json_decref(result);
+		return;
+	}
+	slot = deferred.slot;
+	id = deferred.id;
+	deferred.active = false;
+	deferred.id = NULL;
+	if (id != NULL)
+		line = answer_line(id, result, &e);
+	else
+		json_decref(result);
+	json_decref(id);
+	if (line == NULL)
+		return;
+	if (slot < 0 || clients[slot] == NULL) {
+		free(line);
+		return;
+	}
+	if (queue_line(clients[slot], line) != 0) {
+		drop_client((unsigned int)slot);
+		return;
+	}
+	serve_client((unsigned int)slot);   /* sends it and serves the requests that waited */
+}
+
+static void drain_eventfd(int fd)
+{
+	uint64_t count;
+
+	if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		LOG(DEBUG, "port set-up eventfd: %s", strerror(errno));
+}
+
+/* SIGTERM while a port is being set up: cancel it and tell its client, then shut down. */
+static void abort_setup(void)
+{
+	if (port_setup_pending() == NULL)
+		return;
+	if (!ctl_setup_abort("the daemon is shutting down")) {
+		LOG(ERR, "port %s: its set-up does not end; shutting down anyway",
+		    port_setup_pending());
+		return;
+	}
+	deliver_setup_answer();
+}
+
 int ctl_serve(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, events[16];
-	int sigfd, n, i, timeout = CTL_LINK_MS;
+	int sigfd, setupfd, n, i, timeout = CTL_LINK_MS;
 	uint64_t last_links = 0, now;
 	bool running = true;
 
 	epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	sigfd = make_signal_fd();
-	if (epoll_fd < 0 || sigfd < 0) {
+	setupfd = port_setup_fd();
+	if (epoll_fd < 0 || sigfd < 0 || setupfd < 0) {
 		LOG(ERR, "epoll/signalfd: %s", strerror(errno));
 		return -1;
 	}
@@ -598,6 +704,8 @@ int ctl_serve(void)
 	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
 	ev.data.u32 = UINT32_MAX;
 	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, sigfd, &ev);
+	ev.data.u32 = UINT32_MAX - 1;
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, setupfd, &ev);
 	while (running) {
 		n = epoll_wait(epoll_fd, events, RTE_DIM(events), timeout);
 		if (n < 0 && errno != EINTR)
@@ -611,6 +719,9 @@ int ctl_serve(void)
 				if (read(sigfd, &si, sizeof(si)) == sizeof(si))
 					LOG(NOTICE, "signal %u: shutting down", si.ssi_signo);
 				running = false;
+			} else if (tag == UINT32_MAX - 1) {
+				drain_eventfd(setupfd);
+				deliver_setup_answer();
 			} else if (tag == 0) {
 				accept_client();
 			} else if (clients[tag - 1] != NULL) {
@@ -618,6 +729,10 @@ int ctl_serve(void)
 			}
 		}
 		timeout = sw_tick_all() ? CTL_HOUSEKEEPING_MS : CTL_LINK_MS;
+		if (port_setup_pending() != NULL) {   /* its deadline, or a cancel to repeat */
+			port_setup_poll();
+			timeout = RTE_MIN(timeout, CTL_SETUP_POLL_MS);
+		}
 		now = now_ms();
 		if (now - last_links >= CTL_LINK_MS) {
 			refresh_links();
@@ -625,6 +740,7 @@ int ctl_serve(void)
 			last_links = now;
 		}
 	}
+	abort_setup();
 	close(sigfd);
 	close(epoll_fd);
 	epoll_fd = -1;

@@ -68,6 +68,8 @@ static void usage(FILE *f)
 "  --rx-desc N          receive descriptors per port (default 1024)\n"
 "  --tx-desc N          transmit descriptors per port and worker (default 1024)\n"
 "  --pci                let PCI ports be added (default: no PCI bus scan)\n"
+"  --port-setup-timeout S  cancel a port set-up (add-port) still waiting for its peer\n"
+"                       after S seconds; 0 never (default 30)\n"
 "  --client-idle-timeout S  close a control connection that sent and read nothing\n"
 "                       for S seconds; 0 never (default 60)\n"
 "  -h, --help           this text\n"
@@ -96,7 +98,8 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 }
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
-       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_CLIENT_IDLE };
+       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_CLIENT_IDLE,
+       O_SETUP_TIMEOUT };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
@@ -120,6 +123,8 @@ static int parse_one(struct options *o, int c, const char *arg)
 	case O_MBUFS: return parse_uint_opt("mbufs", arg, 1024, 1U << 24, &o->ports.n_mbufs);
 	case O_RXD: return parse_uint_opt("rx-desc", arg, 32, 32768, &o->ports.rx_desc);
 	case O_TXD: return parse_uint_opt("tx-desc", arg, 32, 32768, &o->ports.tx_desc);
+	case O_SETUP_TIMEOUT: return parse_uint_opt("port-setup-timeout", arg, 0, 86400,
+						    &o->ports.setup_timeout_s);
 	case O_CLIENT_IDLE: return parse_uint_opt("client-idle-timeout", arg, 0, 86400,
 						  &o->ctl.idle_timeout_s);
 	case 'h': usage(stdout); exit(0);
@@ -149,6 +154,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "tx-desc", required_argument, NULL, O_TXD },
 		{ "pci", no_argument, NULL, O_PCI },
 		{ "client-idle-timeout", required_argument, NULL, O_CLIENT_IDLE },
+		{ "port-setup-timeout", required_argument, NULL, O_SETUP_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -279,10 +285,14 @@ static void block_signals(void)
 {
 	sigset_t set;
 
-	/* Blocked before the EAL makes its threads, so only ctl_serve's signalfd sees them. */
+	/*
+	 * Blocked before the EAL makes its threads, so only ctl_serve's signalfd sees SIGINT
+	 * and SIGTERM, and only the port set-up thread (which unblocks it) SIGUSR1 (port.h).
+	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
@@ -343,7 +353,8 @@ int main(int argc, char **argv)
 {
 	struct options o = {
 		.socket = DEFAULT_SOCKET, .main_cpu = -1, .log_level = "info",
-		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767 },
+		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767,
+			   .setup_timeout_s = 30 },
 		.workers = { .burst = 32, .idle_sleep_us = 50 },
 		.ctl = { .idle_timeout_s = 60 },
 	};

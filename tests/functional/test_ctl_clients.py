@@ -31,7 +31,9 @@ def test_client_that_never_reads_stalls_nobody(daemon: Daemon) -> None:
     sent = 0
     try:
         while sent < 20_000:          # until the daemon stops taking requests
-            hog.send(SHOW % sent)
+            line = SHOW % sent
+            if hog.send(line) < len(line):
+                break                 # a part of a line: never answered, not counted
             sent += 1
     except BlockingIOError:
         pass
@@ -47,6 +49,7 @@ def test_client_that_never_reads_stalls_nobody(daemon: Daemon) -> None:
     for i in range(sent):
         line = reader.readline()
         assert line, f"connection closed after {i} of {sent} answers"
+        print(i, sent) if i % 50 == 0 else None
         assert line.startswith(b'{"jsonrpc":"2.0","id":%d,' % i), line[:60]
     reader.close()
     hog.close()
