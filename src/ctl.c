@@ -555,11 +555,19 @@ static void serve_client(unsigned int slot)
 {
 	struct client *c = clients[slot];
 
-	if (serve_lines(c, slot) != 0 || flush_client(c) != 0 ||
-	    (c->closing && out_pending(c) == 0)) {
-		drop_client(slot);
-		return;
-	}
+	/*
+	 * Until the requests already read are answered or the answers back up: a flush that
+	 * drains the output below CTL_OUT_PAUSE frees the requests waiting in the buffer, and
+	 * no epoll event would come for them (the socket may hold nothing more to read).
+	 */
+	do {
+		if (serve_lines(c, slot) != 0 || flush_client(c) != 0 ||
+		    (c->closing && out_pending(c) == 0)) {
+			drop_client(slot);
+			return;
+		}
+	} while (!c->closing && !client_waiting(slot) && out_pending(c) < CTL_OUT_PAUSE &&
+		 memchr(c->buf, '\n', c->len) != NULL);
 	update_events(c, slot);
 }
 
