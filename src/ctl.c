@@ -4,6 +4,11 @@
  * envelope and hands the method to ctl_methods.c. A client that sends garbage gets an
  * error answer (or, past 64 KiB without a newline, an answer and a closed connection);
  * nothing a client sends can stop the daemon.
+ *
+ * One thread serves every client, so it never waits for one: sockets are non-blocking and
+ * each client has an output buffer that drains when epoll says the socket can take more.
+ * A client that does not read its answers is held back (its further requests wait unread
+ * while more than CTL_OUT_PAUSE of answers are pending), so its buffer stays bounded.
  */
 #include "ctl.h"
 
@@ -26,24 +31,81 @@
 
 #define CTL_MAX_CLIENTS 64
 #define CTL_LINE_MAX (64 * 1024)
+#define CTL_OUT_PAUSE (256 * 1024)      /* a client's requests wait while this much is unread */
+#define CTL_OUT_MAX (16 * 1024 * 1024)  /* a client with more unread answers is dropped */
+#define CTL_OUT_KEEP (64 * 1024)        /* a larger drained output buffer is freed */
+#define CTL_EVICT_IDLE_MS 1000          /* a full table makes room by closing a client idle this long */
+#define CTL_SETUP_POLL_MS 50     /* a port set-up's deadline is checked this often */
 #define CTL_LINK_MS 500          /* link states are re-read this often */
 #define CTL_HOUSEKEEPING_MS 10   /* learning and aging, when a switch has any */
 
 struct client {
 	int fd;
+	uint32_t events;         /* what epoll watches for it now */
+	bool closing;            /* drop it once its output is sent */
+	uint64_t last_ms;        /* when bytes last moved either way */
+	char *out;               /* answers not yet sent: out[sent..used) */
+	size_t out_sent, out_used, out_cap;
 	size_t len;
 	char buf[CTL_LINE_MAX + 1];
 };
 
 static int listen_fd = -1;
+static int epoll_fd = -1;
 static char listen_path[108];
 static struct client *clients[CTL_MAX_CLIENTS];
+static struct ctl_config ctl_cfg = { .idle_timeout_s = 60 };
+
+/*
+ * The request whose answer waits for the port set-up thread (add-port), and the client to
+ * give it to (-1: gone, the answer is dropped). That client's further requests wait, so its
+ * answers stay in order.
+ */
+static struct {
+	bool active;
+	int slot;
+	json_t *id;               /* NULL: a notification, nobody to answer */
+} deferred;
+static int current_slot = -1;   /* the client whose request is being handled */
+
+void ctl_init(const struct ctl_config *cfg)
+{
+	ctl_cfg = *cfg;
+}
+
+static uint64_t now_ms(void)
+{
+	return rte_get_timer_cycles() / (rte_get_timer_hz() / 1000);
+}
 
 /* ---- JSON-RPC envelope ---- */
 
-static char *dump_line(json_t *resp)
+/*
+ * The answer of last resort, when the real one could not be built (jansson refuses text that
+ * is not UTF-8, or memory ran out): an internal error that still carries the request's id,
+ * so that every request gets exactly one answer and pipelined answers stay in step.
+ */
+static char *fallback_line(json_t *id)
 {
-	char *s = json_dumps(resp, JSON_COMPACT);
+	static const char fmt[] = "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,"
+				  "\"message\":\"internal error: the answer could not be "
+				  "built (see the daemon's log)\"}}\n";
+	char *id_text = id != NULL ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	const char *shown = id_text != NULL ? id_text : "null";
+	size_t len = sizeof(fmt) + strlen(shown) + 16;
+	char *line = malloc(len);
+
+	if (line != NULL)
+		snprintf(line, len, fmt, shown, CTL_INTERNAL);
+	LOG(ERR, "could not build the answer to request %s", shown);
+	free(id_text);
+	return line;
+}
+
+/* RESP (taken over; NULL if building it failed) as one line, or the fallback for ID. */
+static char *dump_line(json_t *resp, json_t *id)
+{
+	char *s = resp != NULL ? json_dumps(resp, JSON_COMPACT) : NULL;
 	char *line = NULL;
 	size_t n;
 
@@ -58,14 +120,32 @@ static char *dump_line(json_t *resp)
 		free(s);
 	}
 	json_decref(resp);
-	return line;
+	return line != NULL ? line : fallback_line(id);
 }
 
 static char *error_line(json_t *id, int code, const char *message)
 {
 	return dump_line(json_pack("{ss sO s{si ss}}", "jsonrpc", "2.0",
 				   "id", id ? id : json_null(),
-				   "error", "code", code, "message", message));
+				   "error", "code", code, "message", message), id);
+}
+
+/* The answer to request ID: RESULT (taken over), or the error in E when RESULT is NULL. */
+static char *answer_line(json_t *id, json_t *result, const struct ctl_error *e)
+{
+	if (result == NULL)
+		return error_line(id, e->code ? e->code : CTL_INTERNAL, e->message);
+	return dump_line(json_pack("{ss sO so}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+				   "result", result), id);
+}
+
+/* Notes that request ID of the current client is answered when its port set-up ends. */
+static char *defer_answer(json_t *id)
+{
+	deferred.active = true;
+	deferred.slot = current_slot;
+	deferred.id = id != NULL ? json_incref(id) : NULL;
+	return NULL;
 }
 
 static bool valid_id(json_t *id)
@@ -102,14 +182,17 @@ static char *handle_request(json_t *req, bool strict, struct ctl_error *e)
 	e->code = 0;
 	result = ctl_call(json_string_value(method), params, e);
 	json_decref(empty);
+	if (result == NULL && e->code == CTL_DEFERRED) {
+		if (!strict)              /* the config file: wait for it here */
+			result = ctl_setup_wait(e);
+		else
+			return defer_answer(id);
+	}
 	if (strict && id == NULL) {       /* a notification: no answer */
 		json_decref(result);
 		return NULL;
 	}
-	if (result == NULL)
-		return error_line(id, e->code ? e->code : CTL_INTERNAL, e->message);
-	return dump_line(json_pack("{ss sO so}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-				   "result", result));
+	return answer_line(id, result, e);
 }
 
 char *ctl_handle_line(const char *line, size_t len)
@@ -236,14 +319,20 @@ int ctl_listen(const char *path)
 	return 0;
 }
 
+static void free_client(struct client *c)
+{
+	close(c->fd);
+	free(c->out);
+	free(c);
+}
+
 void ctl_close(void)
 {
 	unsigned int i;
 
 	for (i = 0; i < CTL_MAX_CLIENTS; i++)
 		if (clients[i] != NULL) {
-			close(clients[i]->fd);
-			free(clients[i]);
+			free_client(clients[i]);
 			clients[i] = NULL;
 		}
 	if (listen_fd >= 0) {
@@ -253,61 +342,168 @@ void ctl_close(void)
 	}
 }
 
-static void drop_client(int epfd, unsigned int slot)
+static void drop_client(unsigned int slot)
 {
-	epoll_ctl(epfd, EPOLL_CTL_DEL, clients[slot]->fd, NULL);
-	close(clients[slot]->fd);
-	free(clients[slot]);
+	if (deferred.active && deferred.slot == (int)slot)
+		deferred.slot = -1;     /* its add-port goes on; the answer has nobody to go to */
+	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, clients[slot]->fd, NULL);
+	free_client(clients[slot]);
 	clients[slot] = NULL;
 }
 
-static void accept_client(int epfd)
+static size_t out_pending(const struct client *c)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-	struct timeval tv = { .tv_sec = 2 };
-	unsigned int slot;
-	int fd;
-
-	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	for (slot = 0; slot < CTL_MAX_CLIENTS && clients[slot] != NULL; slot++)
-		;
-	if (slot == CTL_MAX_CLIENTS) {
-		char *msg = error_line(NULL, CTL_LIMIT, "too many control connections");
-
-		if (msg != NULL && write(fd, msg, strlen(msg)) < 0)
-			LOG(DEBUG, "could not tell a client it was refused");
-		free(msg);
-		close(fd);
-		return;
-	}
-	clients[slot] = malloc(sizeof(struct client));
-	if (clients[slot] == NULL) {
-		close(fd);
-		return;
-	}
-	clients[slot]->fd = fd;
-	clients[slot]->len = 0;
-	/* Answers are written blocking; a client that stops reading is cut off after 2 s. */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	ev.data.u32 = slot + 1;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+	return c->out_used - c->out_sent;
 }
 
-static int send_all(int fd, const char *s)
+/* True while the client in SLOT waits for a deferred answer (its requests wait too). */
+static bool client_waiting(unsigned int slot)
 {
-	size_t left = strlen(s);
+	return deferred.active && deferred.slot == (int)slot;
+}
+
+/* Queues LINE (taken over) for C; -1 when C has more unread answers than it may. */
+static int queue_line(struct client *c, char *line)
+{
+	size_t n = strlen(line), cap;
+	char *grown;
+
+	if (out_pending(c) + n > CTL_OUT_MAX) {
+		free(line);
+		return -1;
+	}
+	if (c->out_sent > 0 && c->out_used + n > c->out_cap) {
+		memmove(c->out, c->out + c->out_sent, out_pending(c));
+		c->out_used -= c->out_sent;
+		c->out_sent = 0;
+	}
+	if (c->out_used + n > c->out_cap) {
+		for (cap = c->out_cap ? c->out_cap : 4096; cap < c->out_used + n; cap *= 2)
+			;
+		grown = realloc(c->out, cap);
+		if (grown == NULL) {
+			free(line);
+			return -1;
+		}
+		c->out = grown;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_used, line, n);
+	c->out_used += n;
+	free(line);
+	return 0;
+}
+
+/* Sends what C's socket takes now; -1 when the connection is broken. */
+static int flush_client(struct client *c)
+{
 	ssize_t w;
 
-	while (left > 0) {
-		w = send(fd, s, left, MSG_NOSIGNAL);
+	while (out_pending(c) > 0) {
+		w = send(c->fd, c->out + c->out_sent, out_pending(c), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
 		if (w <= 0)
 			return -1;
-		s += w;
-		left -= (size_t)w;
+		c->out_sent += (size_t)w;
+		c->last_ms = now_ms();
+	}
+	c->out_sent = c->out_used = 0;
+	if (c->out_cap > CTL_OUT_KEEP) {   /* one big answer need not pin its memory */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
 	}
 	return 0;
+}
+
+/* Watches C for what it needs: requests while it may send more, room while output waits. */
+static void update_events(struct client *c, unsigned int slot)
+{
+	struct epoll_event ev = { .events = 0, .data.u32 = slot + 1 };
+
+	if (!c->closing && out_pending(c) < CTL_OUT_PAUSE && c->len < CTL_LINE_MAX &&
+	    !client_waiting(slot))
+		ev.events |= EPOLLIN;
+	if (out_pending(c) > 0)
+		ev.events |= EPOLLOUT;
+	if (ev.events != c->events) {
+		epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+		c->events = ev.events;
+	}
+}
+
+/* The client idle longest, if it has been idle CTL_EVICT_IDLE_MS; -1 if none. */
+static int longest_idle(uint64_t now)
+{
+	int slot, best = -1;
+
+	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
+		if (clients[slot] != NULL && out_pending(clients[slot]) == 0 &&
+		    !client_waiting((unsigned int)slot) &&
+		    now - clients[slot]->last_ms >= CTL_EVICT_IDLE_MS &&
+		    (best < 0 || clients[slot]->last_ms < clients[best]->last_ms))
+			best = slot;
+	return best;
+}
+
+static void refuse_client(int fd)
+{
+	char *msg = error_line(NULL, CTL_LIMIT, "too many control connections");
+
+	if (msg != NULL && send(fd, msg, strlen(msg), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		LOG(DEBUG, "could not tell a client it was refused");
+	free(msg);
+	close(fd);
+}
+
+/*
+ * A free slot for a new client. When all are taken, the client idle longest makes room if
+ * it has said nothing for a while: idle connections (a crashed tool's, a forgotten shell's)
+ * must not lock sluicectl out, and one idle a second longer is unlikely to be mid-dialogue.
+ */
+static int free_client_slot(void)
+{
+	uint64_t now = now_ms();
+	int slot;
+
+	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
+		if (clients[slot] == NULL)
+			return slot;
+	slot = longest_idle(now);
+	if (slot >= 0) {
+		LOG(NOTICE, "control: %d connections; closing the one idle longest (%.1f s) to "
+		    "make room", CTL_MAX_CLIENTS, (double)(now - clients[slot]->last_ms) / 1000);
+		drop_client((unsigned int)slot);
+	}
+	return slot;
+}
+
+static void accept_client(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct client *c;
+	int fd, slot;
+
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	slot = free_client_slot();
+	if (slot < 0) {
+		refuse_client(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->events = EPOLLIN;
+	c->last_ms = now_ms();
+	clients[slot] = c;
+	ev.data.u32 = (uint32_t)slot + 1;
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 static bool only_space(const char *s, const char *end)
@@ -318,48 +514,108 @@ static bool only_space(const char *s, const char *end)
 	return true;
 }
 
-/* Answers every complete line in C's buffer; -1 when the client must be dropped. */
-static int serve_lines(struct client *c)
+/*
+ * Answers the complete lines in C's buffer while its unread output is under CTL_OUT_PAUSE;
+ * the rest wait there for the client to read. -1 when the client must be dropped.
+ */
+static int serve_lines(struct client *c, unsigned int slot)
 {
 	char *start = c->buf, *nl, *resp;
 	int rc = 0;
 
-	while (rc == 0 && (nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
+	while (rc == 0 && !c->closing && out_pending(c) < CTL_OUT_PAUSE &&
+	       !client_waiting(slot) &&
+	       (nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
 		if (!only_space(start, nl)) {
+			current_slot = (int)slot;
 			resp = ctl_handle_line(start, (size_t)(nl - start));
-			if (resp != NULL && send_all(c->fd, resp) != 0)
+			current_slot = -1;
+			if (resp != NULL && queue_line(c, resp) != 0) {
+				LOG(WARNING, "control: dropping a client with more than %d MiB of "
+				    "unread answers", CTL_OUT_MAX >> 20);
 				rc = -1;
-			free(resp);
+			}
 		}
 		start = nl + 1;
 	}
 	c->len -= (size_t)(start - c->buf);
 	memmove(c->buf, start, c->len);
-	if (rc == 0 && c->len == CTL_LINE_MAX) {
+	if (rc == 0 && !c->closing && c->len == CTL_LINE_MAX &&
+	    memchr(c->buf, '\n', c->len) == NULL) {
 		resp = error_line(NULL, CTL_INVALID_REQUEST, "request longer than 64 KiB");
 		if (resp != NULL)
-			send_all(c->fd, resp);
-		free(resp);
-		rc = -1;
+			rc = queue_line(c, resp);
+		c->closing = true;
 	}
 	return rc;
 }
 
-static void read_client(int epfd, unsigned int slot)
+/* Serves what C has buffered, sends what it can and re-arms epoll; drops C when done. */
+static void serve_client(unsigned int slot)
+{
+	struct client *c = clients[slot];
+
+	/*
+	 * Until the requests already read are answered or the answers back up: a flush that
+	 * drains the output below CTL_OUT_PAUSE frees the requests waiting in the buffer, and
+	 * no epoll event would come for them (the socket may hold nothing more to read).
+	 */
+	do {
+		if (serve_lines(c, slot) != 0 || flush_client(c) != 0 ||
+		    (c->closing && out_pending(c) == 0)) {
+			drop_client(slot);
+			return;
+		}
+	} while (!c->closing && !client_waiting(slot) && out_pending(c) < CTL_OUT_PAUSE &&
+		 memchr(c->buf, '\n', c->len) != NULL);
+	update_events(c, slot);
+}
+
+static void read_client(unsigned int slot)
 {
 	struct client *c = clients[slot];
 	ssize_t n;
 
+	if (c->len == CTL_LINE_MAX || c->closing)
+		return;
 	n = recv(c->fd, c->buf + c->len, CTL_LINE_MAX - c->len, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-		drop_client(epfd, slot);
+		drop_client(slot);
 		return;
 	}
 	if (n < 0)
 		return;
 	c->len += (size_t)n;
-	if (serve_lines(c) != 0)
-		drop_client(epfd, slot);
+	c->last_ms = now_ms();
+}
+
+static void client_event(unsigned int slot, uint32_t events)
+{
+	if (events & EPOLLIN)
+		read_client(slot);
+	else if (events & (EPOLLHUP | EPOLLERR)) {
+		drop_client(slot);
+		return;
+	}
+	if (clients[slot] != NULL)
+		serve_client(slot);
+}
+
+/* Closes clients that moved no byte for --client-idle-timeout. */
+static void close_idle_clients(void)
+{
+	uint64_t now = now_ms(), limit = (uint64_t)ctl_cfg.idle_timeout_s * 1000;
+	unsigned int slot;
+
+	if (limit == 0)
+		return;
+	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
+		if (clients[slot] != NULL && !client_waiting(slot) &&
+		    now - clients[slot]->last_ms >= limit) {
+			LOG(INFO, "control: closing a connection idle for %u s",
+			    ctl_cfg.idle_timeout_s);
+			drop_client(slot);
+		}
 }
 
 static void refresh_links(void)
@@ -381,25 +637,85 @@ static int make_signal_fd(void)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
+/* Gives the deferred add-port its answer, once the set-up thread is done. */
+static void deliver_setup_answer(void)
+{
+	struct ctl_error e = { 0 };
+	json_t *result = NULL, *id;
+	char *line = NULL;
+	int slot;
+
+	if (ctl_setup_collect(&result, &e) == 0)
+		return;
+	if (!deferred.active) {
+		json_decref(result);
+		return;
+	}
+	slot = deferred.slot;
+	id = deferred.id;
+	deferred.active = false;
+	deferred.id = NULL;
+	if (id != NULL)
+		line = answer_line(id, result, &e);
+	else
+		json_decref(result);
+	json_decref(id);
+	if (line == NULL)
+		return;
+	if (slot < 0 || clients[slot] == NULL) {
+		free(line);
+		return;
+	}
+	if (queue_line(clients[slot], line) != 0) {
+		drop_client((unsigned int)slot);
+		return;
+	}
+	serve_client((unsigned int)slot);   /* sends it and serves the requests that waited */
+}
+
+static void drain_eventfd(int fd)
+{
+	uint64_t count;
+
+	if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		LOG(DEBUG, "port set-up eventfd: %s", strerror(errno));
+}
+
+/* SIGTERM while a port is being set up: cancel it and tell its client, then shut down. */
+static void abort_setup(void)
+{
+	if (port_setup_pending() == NULL)
+		return;
+	if (!ctl_setup_abort("the daemon is shutting down")) {
+		LOG(ERR, "port %s: its set-up does not end; shutting down anyway",
+		    port_setup_pending());
+		return;
+	}
+	deliver_setup_answer();
+}
+
 int ctl_serve(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, events[16];
-	int epfd, sigfd, n, i, timeout = CTL_LINK_MS;
+	int sigfd, setupfd, n, i, timeout = CTL_LINK_MS;
 	uint64_t last_links = 0, now;
 	bool running = true;
 
-	epfd = epoll_create1(EPOLL_CLOEXEC);
+	epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	sigfd = make_signal_fd();
-	if (epfd < 0 || sigfd < 0) {
+	setupfd = port_setup_fd();
+	if (epoll_fd < 0 || sigfd < 0 || setupfd < 0) {
 		LOG(ERR, "epoll/signalfd: %s", strerror(errno));
 		return -1;
 	}
 	ev.data.u32 = 0;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
 	ev.data.u32 = UINT32_MAX;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, sigfd, &ev);
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, sigfd, &ev);
+	ev.data.u32 = UINT32_MAX - 1;
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, setupfd, &ev);
 	while (running) {
-		n = epoll_wait(epfd, events, RTE_DIM(events), timeout);
+		n = epoll_wait(epoll_fd, events, RTE_DIM(events), timeout);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (i = 0; i < n; i++) {
@@ -411,20 +727,30 @@ int ctl_serve(void)
 				if (read(sigfd, &si, sizeof(si)) == sizeof(si))
 					LOG(NOTICE, "signal %u: shutting down", si.ssi_signo);
 				running = false;
+			} else if (tag == UINT32_MAX - 1) {
+				drain_eventfd(setupfd);
+				deliver_setup_answer();
 			} else if (tag == 0) {
-				accept_client(epfd);
+				accept_client();
 			} else if (clients[tag - 1] != NULL) {
-				read_client(epfd, tag - 1);
+				client_event(tag - 1, events[i].events);
 			}
 		}
 		timeout = sw_tick_all() ? CTL_HOUSEKEEPING_MS : CTL_LINK_MS;
-		now = rte_get_timer_cycles() / (rte_get_timer_hz() / 1000);
+		if (port_setup_pending() != NULL) {   /* its deadline, or a cancel to repeat */
+			port_setup_poll();
+			timeout = RTE_MIN(timeout, CTL_SETUP_POLL_MS);
+		}
+		now = now_ms();
 		if (now - last_links >= CTL_LINK_MS) {
 			refresh_links();
+			close_idle_clients();
 			last_links = now;
 		}
 	}
+	abort_setup();
 	close(sigfd);
-	close(epfd);
+	close(epoll_fd);
+	epoll_fd = -1;
 	return 0;
 }

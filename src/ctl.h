@@ -8,6 +8,8 @@
 #ifndef SLUICE_CTL_H
 #define SLUICE_CTL_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 /* JSON-RPC error codes (docs/protocol.md). */
@@ -23,6 +25,7 @@ enum ctl_code {
 	CTL_DEVICE = -32003,
 	CTL_LIMIT = -32004,
 	CTL_WRONG_STATE = -32005,
+	CTL_DEFERRED = 1,        /* not an error: ctl_setup_collect gives the answer later */
 };
 
 struct ctl_error {
@@ -33,11 +36,29 @@ struct ctl_error {
 /* Runs METHOD with PARAMS (an object). Returns the result, or NULL with *E filled in. */
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e);
 
+/*
+ * add-port answers CTL_DEFERRED: its port is set up on the set-up thread (port.h). When
+ * port_setup_fd() fires, ctl_setup_collect returns 1 with the answer (the result, or NULL
+ * and *E), or 0 when there is none to give. ctl_setup_wait waits for it instead (config).
+ */
+int ctl_setup_collect(json_t **result, struct ctl_error *e);
+json_t *ctl_setup_wait(struct ctl_error *e);
+
+/* Cancels a pending set-up and waits for it (shutdown); false if it would not end. */
+bool ctl_setup_abort(const char *reason);
+
 /* Answers one request line; returns the response line to send, or NULL (notification). */
 char *ctl_handle_line(const char *line, size_t len);
 
 /* Runs every request in FILE; on the first failure prints it with its line number. */
 int ctl_apply_config(const char *file);
+
+struct ctl_config {
+	unsigned int idle_timeout_s;       /* close a client silent this long; 0: never */
+};
+
+/* Sets the control server's limits (before ctl_serve). */
+void ctl_init(const struct ctl_config *cfg);
 
 /* Listens on PATH (made 0660; an abandoned socket file is replaced, a live one refused). */
 int ctl_listen(const char *path);

@@ -21,9 +21,50 @@
 #include "worker.h"
 
 #define CTL_PROTOCOL_VERSION 1
+#define CTL_CANCEL_WAIT_MS 5000   /* a cancelled set-up gets this long to end */
+
+/* The add-port whose port is on the set-up thread, and its outcome once collected. */
+static struct pending_add {
+	bool active;                /* started, answer not yet given */
+	bool finished;              /* the set-up was collected; the answer is below */
+	struct sw *sw;              /* the switch it joins; NULL once that switch is gone */
+	json_t *result;
+	struct ctl_error error;
+} pending;
+
+static int settle_setup(struct sw *s, const char *port_name, struct ctl_error *e);
 
 static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The length of a UTF-8 sequence that starts with LEAD (1 for a stray byte). */
+static size_t utf8_seq_len(unsigned char lead)
+{
+	if (lead >= 0xf0)
+		return 4;
+	if (lead >= 0xe0)
+		return 3;
+	if (lead >= 0xc0)
+		return 2;
+	return 1;
+}
+
+/*
+ * Drops a UTF-8 character that a length limit cut in two at the end of S. Messages quote
+ * what clients sent, and jansson refuses to build an answer around a broken character.
+ */
+static void utf8_trim_cut(char *s)
+{
+	size_t len = strlen(s), i = len, back = 0;
+
+	while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0xc0 &&
+	    utf8_seq_len((unsigned char)s[i - 1]) > back + 1)
+		s[i - 1] = '\0';
+}
 
 static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 {
@@ -33,6 +74,7 @@ static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e->message, sizeof(e->message), fmt, ap);
 	va_end(ap);
+	utf8_trim_cut(e->message);
 	return NULL;
 }
 
@@ -398,6 +440,10 @@ static json_t *m_del_switch(json_t *params, struct ctl_error *e)
 
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "name", e)) == NULL)
 		return NULL;
+	if (s->n_ports > 0 || s == pending.sw) {
+		if (settle_setup(s, NULL, e) != 0)
+			return NULL;
+	}
 	return deletion_answer(delete_switch(s), "switch", str(params, "name"), e);
 }
 
@@ -416,17 +462,17 @@ static json_t *m_list_switches(json_t *params, struct ctl_error *e)
 	return a;
 }
 
+static const int port_error_codes[] = { [PORT_ERR_SPEC] = CTL_BAD_SPEC,
+	[PORT_ERR_DEVICE] = CTL_DEVICE, [PORT_ERR_LIMIT] = CTL_LIMIT,
+	[PORT_ERR_EXISTS] = CTL_EXISTS, [PORT_ERR_BUSY] = CTL_WRONG_STATE };
+
 static json_t *m_add_port(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
 		{ "switch", P_STRING, true }, { "name", P_NAME, true }, { "spec", P_STRING, true },
 		{ NULL, 0, false } };
-	static const int codes[] = { [PORT_ERR_SPEC] = CTL_BAD_SPEC,
-		[PORT_ERR_DEVICE] = CTL_DEVICE, [PORT_ERR_LIMIT] = CTL_LIMIT,
-		[PORT_ERR_EXISTS] = CTL_EXISTS };
 	enum port_error perr;
 	char err[512];
-	struct port *p;
 	struct sw *s;
 
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL)
@@ -434,15 +480,31 @@ static json_t *m_add_port(json_t *params, struct ctl_error *e)
 	if (s->n_ports == SW_MAX_PORTS)
 		return fail(e, CTL_LIMIT, "switch '%s' has %d ports, its maximum", s->name,
 			    SW_MAX_PORTS);
-	p = port_create(str(params, "name"), str(params, "spec"), &perr, err, sizeof(err));
-	if (p == NULL)
-		return fail(e, codes[perr], "%s", err);
-	if (sw_attach_port(s, p) != 0) {
+	if (pending.active)
+		return fail(e, CTL_WRONG_STATE, "busy: port '%s' is being set up; try again when "
+			    "it is done", port_setup_pending() ? port_setup_pending() : "?");
+	if (port_setup_start(str(params, "name"), str(params, "spec"), &perr, err,
+			     sizeof(err)) != 0)
+		return fail(e, port_error_codes[perr], "%s", err);
+	pending = (struct pending_add){ .active = true, .sw = s };
+	e->code = CTL_DEFERRED;
+	return NULL;
+}
+
+/* Puts a port the set-up thread made into its switch and a worker; its answer. */
+static json_t *adopt_port(struct port *p, struct ctl_error *e)
+{
+	if (pending.sw == NULL) {
 		port_destroy(p);
-		return fail(e, CTL_LIMIT, "switch '%s' is full", s->name);
+		return fail(e, CTL_DEVICE, "port '%s': set-up cancelled: its switch was deleted",
+			    p->name);
+	}
+	if (sw_attach_port(pending.sw, p) != 0) {
+		port_destroy(p);
+		return fail(e, CTL_LIMIT, "switch '%s' is full", pending.sw->name);
 	}
 	if (wk_add_port(p) != 0) {
-		sw_detach_port(s, p);
+		sw_detach_port(pending.sw, p);
 		if (wk_synchronize())
 			port_destroy(p);
 		else
@@ -452,6 +514,91 @@ static json_t *m_add_port(json_t *params, struct ctl_error *e)
 	return port_json(p);
 }
 
+/* Collects the finished set-up into pending.result / pending.error. */
+static void finish_setup(void)
+{
+	enum port_error perr;
+	char err[512];
+	struct port *p = port_setup_finish(&perr, err, sizeof(err));
+
+	pending.error.code = 0;
+	if (p == NULL)
+		fail(&pending.error, port_error_codes[perr], "%s", err);
+	else
+		pending.result = adopt_port(p, &pending.error);
+	pending.finished = true;
+}
+
+int ctl_setup_collect(json_t **result, struct ctl_error *e)
+{
+	if (!pending.active)
+		return 0;
+	if (!pending.finished) {
+		if (!port_setup_wait(0))
+			return 0;        /* not done yet: a stale wake-up */
+		finish_setup();
+	}
+	*result = pending.result;
+	*e = pending.error;
+	pending = (struct pending_add){ .active = false };
+	return 1;
+}
+
+json_t *ctl_setup_wait(struct ctl_error *e)
+{
+	json_t *result = NULL;
+
+	while (!port_setup_wait(1000))
+		;                        /* bounded: port_setup_poll enforces the deadline */
+	ctl_setup_collect(&result, e);
+	return result;
+}
+
+bool ctl_setup_abort(const char *reason)
+{
+	if (!pending.active || pending.finished)
+		return true;
+	port_setup_cancel(reason);
+	if (!port_setup_wait(CTL_CANCEL_WAIT_MS))
+		return false;
+	finish_setup();
+	return true;
+}
+
+/*
+ * Before del-port or del-switch removes devices: DPDK's hotplug lists (devargs) have no
+ * lock, so no device may be removed while the set-up thread probes one. Removing the port
+ * being set up, or its switch, cancels that set-up (its add-port is answered with an
+ * error); removing anything else waits for it: the request is refused as busy.
+ */
+static int settle_setup(struct sw *s, const char *port_name, struct ctl_error *e)
+{
+	char name[PORT_NAME_LEN];
+
+	if (!pending.active || pending.finished)
+		return 0;
+	snprintf(name, sizeof(name), "%s", port_setup_pending());   /* freed if it fails */
+	if (s != pending.sw || (port_name != NULL && strcmp(port_name, name) != 0)) {
+		fail(e, CTL_WRONG_STATE, "busy: port '%s' is being set up; try again when it is "
+		     "done (or delete it to cancel its set-up)", name);
+		return -1;
+	}
+	if (!ctl_setup_abort(port_name != NULL ? "del-port" : "del-switch")) {
+		fail(e, CTL_INTERNAL, "port '%s': its set-up does not end", name);
+		return -1;
+	}
+	if (pending.result != NULL) {   /* it came up just before the cancel: undo */
+		json_decref(pending.result);
+		pending.result = NULL;
+		delete_port(port_find(name));
+		fail(&pending.error, CTL_DEVICE, "port '%s': set-up cancelled: %s", name,
+		     port_name != NULL ? "del-port" : "del-switch");
+	}
+	if (port_name == NULL)
+		pending.sw = NULL;
+	return 0;
+}
+
 static json_t *m_del_port(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
@@ -459,8 +606,12 @@ static json_t *m_del_port(json_t *params, struct ctl_error *e)
 	struct port *p;
 	struct sw *s;
 
-	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL ||
-	    (p = find_port(s, params, "name", e)) == NULL)
+	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL)
+		return NULL;
+	if (pending.active && !pending.finished && s == pending.sw &&
+	    strcmp(str(params, "name"), port_setup_pending()) == 0)
+		return settle_setup(s, str(params, "name"), e) == 0 ? json_object() : NULL;
+	if ((p = find_port(s, params, "name", e)) == NULL || settle_setup(s, p->name, e) != 0)
 		return NULL;
 	return deletion_answer(delete_port(p), "port", str(params, "name"), e);
 }

@@ -43,6 +43,7 @@ struct options {
 	bool pci;
 	struct port_config ports;
 	struct wk_config workers;
+	struct ctl_config ctl;
 };
 
 static void usage(FILE *f)
@@ -72,6 +73,10 @@ static void usage(FILE *f)
 "  --port-dir DIR       files and sockets in port specs must lie under DIR (symlinks\n"
 "                       resolved); repeat for more directories (default: anywhere,\n"
 "                       within the path policy of docs/operations.md)\n"
+"  --port-setup-timeout S  cancel a port set-up (add-port) still waiting for its peer\n"
+"                       after S seconds; 0 never (default 30)\n"
+"  --client-idle-timeout S  close a control connection that sent and read nothing\n"
+"                       for S seconds; 0 never (default 60)\n"
 "  -h, --help           this text\n"
 "  -V, --version        print versions and exit\n"
 "\n"
@@ -98,7 +103,8 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 }
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
-       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR };
+       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR, O_CLIENT_IDLE,
+       O_SETUP_TIMEOUT };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
@@ -128,6 +134,10 @@ static int parse_one(struct options *o, int c, const char *arg)
 	case O_MBUFS: return parse_uint_opt("mbufs", arg, 1024, 1U << 24, &o->ports.n_mbufs);
 	case O_RXD: return parse_uint_opt("rx-desc", arg, 32, 32768, &o->ports.rx_desc);
 	case O_TXD: return parse_uint_opt("tx-desc", arg, 32, 32768, &o->ports.tx_desc);
+	case O_SETUP_TIMEOUT: return parse_uint_opt("port-setup-timeout", arg, 0, 86400,
+						    &o->ports.setup_timeout_s);
+	case O_CLIENT_IDLE: return parse_uint_opt("client-idle-timeout", arg, 0, 86400,
+						  &o->ctl.idle_timeout_s);
 	case 'h': usage(stdout); exit(0);
 	case 'V':
 		printf("sluiced %s (%s)\n", SLUICE_VERSION, rte_version());
@@ -155,6 +165,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "tx-desc", required_argument, NULL, O_TXD },
 		{ "pci", no_argument, NULL, O_PCI },
 		{ "port-dir", required_argument, NULL, O_PORT_DIR },
+		{ "client-idle-timeout", required_argument, NULL, O_CLIENT_IDLE },
+		{ "port-setup-timeout", required_argument, NULL, O_SETUP_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -285,10 +297,14 @@ static void block_signals(void)
 {
 	sigset_t set;
 
-	/* Blocked before the EAL makes its threads, so only ctl_serve's signalfd sees them. */
+	/*
+	 * Blocked before the EAL makes its threads, so only ctl_serve's signalfd sees SIGINT
+	 * and SIGTERM, and only the port set-up thread (which unblocks it) SIGUSR1 (port.h).
+	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
@@ -329,6 +345,7 @@ static int run(const struct options *o)
 	int rc = 1;
 
 	port_init(&o->ports);
+	ctl_init(&o->ctl);
 	if (wk_init(rte_lcore_count() - 1, &o->workers) != 0 || wk_start() != 0)
 		return 1;
 	if (ctl_listen(o->socket) != 0)
@@ -348,8 +365,10 @@ int main(int argc, char **argv)
 {
 	struct options o = {
 		.socket = DEFAULT_SOCKET, .main_cpu = -1, .log_level = "info",
-		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767 },
+		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767,
+			   .setup_timeout_s = 30 },
 		.workers = { .burst = 32, .idle_sleep_us = 50 },
+		.ctl = { .idle_timeout_s = 60 },
 	};
 	char *eal[MAX_EAL_ARGS], lcores[512];
 	int first, n, rc;

@@ -6,9 +6,12 @@
 #include "port.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <net/if.h>
@@ -29,12 +32,15 @@
 #include "pool.h"
 #include "worker.h"
 
+#define SETUP_KICK_MS 50        /* a cancelled set-up is interrupted again this often */
+#define SETUP_SIGNAL SIGUSR1
+
 static struct port *port_table[PORT_MAX];   /* slot i holds port number i + 1 */
 /* Slots of abandoned ports: their devices, named after the slot, still exist. */
 static bool slot_abandoned[PORT_MAX];
 static uint32_t port_generation[PORT_MAX];
 static struct port_config config = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024,
-				     .n_mbufs = 32767 };
+				     .n_mbufs = 32767, .setup_timeout_s = 30 };
 
 void port_init(const struct port_config *cfg)
 {
@@ -313,8 +319,9 @@ static void remove_device(struct port *p)
 	p->pool = NULL;
 }
 
-struct port *port_create(const char *name, const char *spec, enum port_error *error,
-			 char *err, size_t err_len)
+/* Checks NAME and SPEC and makes the port object, numbered but not yet in the table. */
+static struct port *port_prepare(const char *name, const char *spec, enum port_error *error,
+				 char *err, size_t err_len)
 {
 	char unique[16];
 	struct port *p;
@@ -340,26 +347,219 @@ struct port *port_create(const char *name, const char *spec, enum port_error *er
 	snprintf(unique, sizeof(unique), "p%d", slot + 1);
 	*error = PORT_ERR_SPEC;
 	if (portspec_parse(spec, unique, config.n_workers, &p->ps, err, err_len) != 0 ||
-	    path_policy_check(&p->ps, err, err_len) != 0)
-		goto fail;
+	    path_policy_check(&p->ps, err, err_len) != 0) {
+		rte_free(p);
+		return NULL;
+	}
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->spec, sizeof(p->spec), "%s", spec);
 	p->id = (uint16_t)(slot + 1);
 	p->generation = port_generation[slot] + 1;
 	p->worker = -1;
-	*error = PORT_ERR_DEVICE;
+	return p;
+}
+
+/*
+ * Probes and starts P's device: the part that may wait. Runs on the set-up thread. Kept
+ * opaque to GCC (noipa), which would otherwise see the fixed size of the error buffer and
+ * call each message that quotes a long spec a truncation, which it deliberately is.
+ */
+__attribute__((noipa))
+static int port_bring_up(struct port *p, char *err, size_t err_len)
+{
 	if (probe_device(p, err, err_len) != 0)
-		goto fail;
+		return -1;
 	if (configure_device(p, err, err_len) != 0) {
 		remove_device(p);
-		goto fail;
+		return -1;
 	}
-	port_table[slot] = p;
-	port_generation[slot] = p->generation;
+	return 0;
+}
+
+static void port_commit(struct port *p)
+{
+	port_table[p->id - 1] = p;
+	port_generation[p->id - 1] = p->generation;
 	LOG(INFO, "port %s: number %u, ethdev %u, %s, link %s", p->name, p->id, p->ethdev,
 	    p->ps.devname, port_link_is_up(p) ? "up" : "down");
-	return p;
-fail:
+}
+
+/* ---- the set-up thread ---- */
+
+static struct {
+	bool active;                  /* started and not yet collected */
+	pthread_t thread;
+	struct port *p;
+	int efd;
+	uint64_t deadline_ms;         /* 0: none */
+	uint64_t last_kick_ms;
+	const char *cancel_reason;    /* non-NULL once cancelled */
+	bool cancel_requested;        /* atomic: read by the set-up thread */
+	bool done;                    /* atomic: written by the set-up thread */
+	int rc;
+	char err[512];
+} setup = { .efd = -1 };
+
+static uint64_t setup_now_ms(void)
+{
+	return rte_get_timer_cycles() / (rte_get_timer_hz() / 1000);
+}
+
+/* Does nothing: its only purpose is to make a blocked system call return EINTR. */
+static void setup_signal_handler(int sig)
+{
+	(void)sig;
+}
+
+static int setup_init(void)
+{
+	struct sigaction sa = { .sa_handler = setup_signal_handler };   /* no SA_RESTART */
+
+	if (setup.efd >= 0)
+		return 0;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SETUP_SIGNAL, &sa, NULL) != 0)
+		return -1;
+	setup.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return setup.efd >= 0 ? 0 : -1;
+}
+
+int port_setup_fd(void)
+{
+	if (setup_init() != 0)
+		LOG(ERR, "port set-up: no eventfd or signal handler: %s", strerror(errno));
+	return setup.efd;
+}
+
+static void *setup_main(void *arg)
+{
+	struct port *p = arg;
+	uint64_t one = 1;
+	sigset_t set;
+	int rc = -1;
+
+	/* Every other thread blocks SETUP_SIGNAL, so only this one is ever interrupted. */
+	sigemptyset(&set);
+	sigaddset(&set, SETUP_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	if (!__atomic_load_n(&setup.cancel_requested, __ATOMIC_ACQUIRE))
+		rc = port_bring_up(p, setup.err, sizeof(setup.err));
+	setup.rc = rc;
+	__atomic_store_n(&setup.done, true, __ATOMIC_RELEASE);
+	if (write(setup.efd, &one, sizeof(one)) != sizeof(one))
+		LOG(ERR, "port set-up: cannot signal the control thread");
+	return NULL;
+}
+
+int port_setup_start(const char *name, const char *spec, enum port_error *error, char *err,
+		     size_t err_len)
+{
+	struct port *p;
+	int rc;
+
+	if (setup.active) {
+		*error = PORT_ERR_BUSY;
+		snprintf(err, err_len, "busy: port '%s' is being set up", setup.p->name);
+		return -1;
+	}
+	p = port_prepare(name, spec, error, err, err_len);
+	if (p == NULL)
+		return -1;
+	*error = PORT_ERR_DEVICE;
+	if (setup_init() != 0) {
+		snprintf(err, err_len, "cannot start a port set-up: %s", strerror(errno));
+		rte_free(p);
+		return -1;
+	}
+	setup.p = p;
+	setup.rc = -1;
+	setup.err[0] = '\0';
+	setup.cancel_reason = NULL;
+	setup.cancel_requested = false;
+	setup.done = false;
+	setup.deadline_ms = config.setup_timeout_s ?
+		setup_now_ms() + (uint64_t)config.setup_timeout_s * 1000 : 0;
+	rc = rte_ctrl_thread_create(&setup.thread, "sluice-setup", NULL, setup_main, p);
+	if (rc != 0) {
+		snprintf(err, err_len, "cannot start a port set-up thread: %s", strerror(rc));
+		rte_free(p);
+		return -1;
+	}
+	setup.active = true;
+	return 0;
+}
+
+const char *port_setup_pending(void)
+{
+	return setup.active ? setup.p->name : NULL;
+}
+
+static void setup_kick(void)
+{
+	setup.last_kick_ms = setup_now_ms();
+	pthread_kill(setup.thread, SETUP_SIGNAL);
+}
+
+void port_setup_cancel(const char *reason)
+{
+	if (!setup.active || setup.cancel_reason != NULL)
+		return;
+	LOG(NOTICE, "port %s: cancelling its set-up: %s", setup.p->name, reason);
+	setup.cancel_reason = reason;
+	__atomic_store_n(&setup.cancel_requested, true, __ATOMIC_RELEASE);
+	setup_kick();
+}
+
+void port_setup_poll(void)
+{
+	static char reason[64];
+	uint64_t now = setup_now_ms();
+
+	if (!setup.active || __atomic_load_n(&setup.done, __ATOMIC_ACQUIRE))
+		return;
+	if (setup.cancel_reason == NULL && setup.deadline_ms != 0 && now >= setup.deadline_ms) {
+		snprintf(reason, sizeof(reason), "it did not finish within %u s",
+			 config.setup_timeout_s);
+		port_setup_cancel(reason);
+	}
+	/*
+	 * A signal that lands just before the driver blocks interrupts nothing, so a cancelled
+	 * set-up is interrupted again until it ends.
+	 */
+	if (setup.cancel_reason != NULL && now - setup.last_kick_ms >= SETUP_KICK_MS)
+		setup_kick();
+}
+
+bool port_setup_wait(unsigned int timeout_ms)
+{
+	uint64_t end = setup_now_ms() + timeout_ms;
+
+	while (setup.active && !__atomic_load_n(&setup.done, __ATOMIC_ACQUIRE)) {
+		if (setup_now_ms() >= end)
+			return false;
+		port_setup_poll();
+		rte_delay_us_sleep(5000);
+	}
+	return setup.active;
+}
+
+struct port *port_setup_finish(enum port_error *error, char *err, size_t err_len)
+{
+	struct port *p = setup.p;
+
+	pthread_join(setup.thread, NULL);
+	setup.active = false;
+	setup.p = NULL;
+	*error = PORT_ERR_DEVICE;
+	if (setup.rc == 0) {
+		port_commit(p);
+		return p;
+	}
+	if (setup.cancel_reason != NULL)
+		snprintf(err, err_len, "port '%s': set-up cancelled: %s%s%s", p->name,
+			 setup.cancel_reason, setup.err[0] ? "; " : "", setup.err);
+	else
+		snprintf(err, err_len, "%s", setup.err);
 	rte_free(p);
 	return NULL;
 }

@@ -48,20 +48,53 @@ struct port {
 	unsigned int pool_need;       /* mbufs it reserved there */
 };
 
-/* Error classes of port_create, for the control protocol's codes. */
-enum port_error { PORT_ERR_SPEC = 1, PORT_ERR_DEVICE, PORT_ERR_LIMIT, PORT_ERR_EXISTS };
+/* Error classes of port set-up, for the control protocol's codes. */
+enum port_error { PORT_ERR_SPEC = 1, PORT_ERR_DEVICE, PORT_ERR_LIMIT, PORT_ERR_EXISTS,
+		  PORT_ERR_BUSY };
 
 struct port_config {
 	unsigned int n_workers;       /* transmit queues per port */
 	unsigned int rx_desc, tx_desc;
 	unsigned int n_mbufs;         /* per pool; pools are added as ports need them */
+	unsigned int setup_timeout_s; /* a set-up still waiting after this is cancelled */
 };
 
 void port_init(const struct port_config *cfg);
 
-/* Creates and starts a port, or returns NULL with *ERROR and a message in ERR. */
-struct port *port_create(const char *name, const char *spec, enum port_error *error,
-			 char *err, size_t err_len);
+/*
+ * Port set-up: probing and starting a device can wait for a peer for as long as the peer
+ * likes (a virtio-user server accept()s, a client waits for the vhost-user side's answers),
+ * so it runs on a set-up thread of its own, one port at a time, while the control thread
+ * goes on serving. The control thread starts it, learns it is done through an eventfd, and
+ * then collects the port. A set-up still running after setup_timeout_s, or one the control
+ * thread cancels, is interrupted: SIGUSR1 (handled without SA_RESTART) makes the blocked
+ * accept()/recv() in the driver fail with EINTR.
+ */
+
+/* Starts creating a port on the set-up thread. 0, or -1 with *ERROR and a message in ERR. */
+int port_setup_start(const char *name, const char *spec, enum port_error *error, char *err,
+		     size_t err_len);
+
+/* The name of the port being set up, or NULL when no set-up is under way. */
+const char *port_setup_pending(void);
+
+/* An eventfd, readable (count > 0) once the set-up thread is done. */
+int port_setup_fd(void);
+
+/* Asks the set-up to stop; REASON ends up in its error message. Returns at once. */
+void port_setup_cancel(const char *reason);
+
+/* Enforces the set-up's deadline and repeats a cancel's interruption; call every ~50 ms. */
+void port_setup_poll(void);
+
+/* Waits up to TIMEOUT_MS for the set-up thread (polling as above); true when it is done. */
+bool port_setup_wait(unsigned int timeout_ms);
+
+/*
+ * Collects a finished set-up (port_setup_wait returned true or the eventfd fired): the port,
+ * numbered and in the table, or NULL with *ERROR and a message in ERR.
+ */
+struct port *port_setup_finish(enum port_error *error, char *err, size_t err_len);
 
 /* Stops and removes the device and frees P. No worker may use P any more. */
 void port_destroy(struct port *p);

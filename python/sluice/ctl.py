@@ -274,6 +274,10 @@ def find_verb(name: str) -> Verb:
 
 # ---- command line ----
 
+# add-port answers when the port is up, and a port may wait for its peer for up to sluiced's
+# --port-setup-timeout (default 30 s): wait longer, so the daemon's own error comes first.
+ADD_PORT_TIMEOUT = 120.0
+
 def _timeout(text: str) -> float:
     try:
         value = float(text)
@@ -330,9 +334,9 @@ def make_parser() -> argparse.ArgumentParser:
                          f"{DEFAULT_SOCKET})")
     ap.add_argument("--json", action="store_true", default=False,
                     help="print the daemon's result as JSON (also accepted after the verb)")
-    ap.add_argument("--timeout", metavar="S", type=_timeout, default=DEFAULT_TIMEOUT,
-                    help=f"seconds to wait for the daemon, 0 for ever "
-                         f"(default {DEFAULT_TIMEOUT:g})")
+    ap.add_argument("--timeout", metavar="S", type=_timeout, default=None,
+                    help=f"seconds to wait for the daemon, 0 for ever (default "
+                         f"{DEFAULT_TIMEOUT:g}; {ADD_PORT_TIMEOUT:g} for add-port)")
     ap.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = ap.add_subparsers(title="verbs", metavar="VERB", required=True)
     for verb in VERBS:
@@ -583,12 +587,17 @@ def format_result(verb: str, result: Json) -> str:
 
 # ---- running ----
 
-def unreachable_hint(e: ConnectError, origin: str) -> str:
+def unreachable_hint(e: ConnectError, origin: str, verb: str = "") -> str:
     """What to check when no answer came: depends on where it failed (E.stage). ORIGIN says
-    where the socket's path came from."""
+    where the socket's path came from; VERB is the request's."""
     match e.stage:
         case "answer":
             return f"is that sluiced's socket ({origin})?"
+        case "timeout" if verb == "add-port":
+            return ("the port may still be setting up (a virtio-user or vhost-user port can "
+                    "wait for its peer, up to sluiced's --port-setup-timeout); see "
+                    "'sluicectl list-ports' and sluiced's log, or wait longer with "
+                    "--timeout S.")
         case "timeout":
             return "is sluiced stuck? See its log, or wait longer with --timeout S."
         case "lost":
@@ -614,7 +623,7 @@ def execute(args: argparse.Namespace, transport: Transport, origin: str,
         print(f"{PROG}: error: {e.message} (code {e.code})", file=stderr)
         return Exit.ERROR
     except ConnectError as e:
-        print(f"{PROG}: {e}; {unreachable_hint(e, origin)}", file=stderr)
+        print(f"{PROG}: {e}; {unreachable_hint(e, origin, args.verb)}", file=stderr)
         return Exit.UNREACHABLE
     if args.json:
         text = json.dumps(result, indent=2)
@@ -639,7 +648,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:        # --help, --version (0) or a usage error (2)
         return Exit.OK if e.code in (0, None) else Exit.USAGE
     path, origin = resolve_socket(args.socket, os.environ)
-    timeout: float | None = args.timeout or None
+    timeout: float | None = args.timeout
+    if timeout is None:
+        timeout = ADD_PORT_TIMEOUT if args.verb == "add-port" else DEFAULT_TIMEOUT
+    timeout = timeout or None
 
     def transport(method: str, params: Mapping[str, Any]) -> Json:
         with RpcClient(path, timeout) as rpc:

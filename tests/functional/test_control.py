@@ -4,6 +4,7 @@ gets the right JSON-RPC error, and the daemon answers normally afterwards."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import stat
 import subprocess
@@ -189,3 +190,26 @@ def test_help_and_bad_options() -> None:
     bad = subprocess.run([str(SLUICED), "--burst", "0"], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "--burst must be an integer from 1 to 256" in bad.stderr
+
+
+def test_long_multibyte_error_gets_one_answer(daemon: Daemon) -> None:
+    """An error message cut at its 511-byte limit in the middle of a UTF-8 character still
+    makes an answer, and pipelined requests keep one answer each, in order (issue 15)."""
+    # "no switch named '" is 17 bytes; one ASCII byte more leaves an odd number of bytes
+    # for two-byte characters, so a byte-wise cut would split one.
+    name = "x" + "\u00e9" * 300
+    lines = b"".join([
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "del-switch",
+                    "params": {"name": name}}).encode() + b"\n",
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "add-port",
+                    "params": {"switch": name, "name": "p", "spec": "null"}}).encode() + b"\n",
+        b'{"jsonrpc":"2.0","id":3,"method":"version"}\n'])
+    rpc = daemon.rpc
+    rpc.sock.sendall(lines)
+    answers = [json.loads(rpc.reader.readline()) for _ in range(3)]
+    assert [a["id"] for a in answers] == [1, 2, 3]
+    message = answers[0]["error"]["message"]
+    assert answers[0]["error"]["code"] == NOT_FOUND
+    assert message.startswith("no switch named 'x\u00e9\u00e9")
+    assert len(message.encode()) <= 511
+    assert answers[2]["result"]["protocol"] == 1
