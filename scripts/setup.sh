@@ -40,6 +40,8 @@ debian_packages=(
 	clang libclang-rt-14-dev
 	chromium
 )
+# dpdk-dev has dpdk-dumpcap, which `sluicectl capture` runs (it must be the DPDK sluiced is
+# built on: a secondary process attaches to the daemon's shared memory).
 # clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
 # in a test of `make test`.
 # dpdk-doc ships the sources of DPDK's examples, which --peers builds (l2fwd, l3fwd, basicfwd).
