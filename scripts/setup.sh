@@ -79,14 +79,16 @@ install_debian_packages() {
 }
 
 # rich and matplotlib: sluice-bench's progress bar and report figures; MLRsearch: its
-# NDR/PDR search (FD.io CSIT's).
-python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1)
+# NDR/PDR search (FD.io CSIT's); prometheus-client: `sluicectl metrics`, the Prometheus
+# exporter (docs/capture-metrics.md).
+python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1
+	prometheus-client)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch, prometheus_client' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi

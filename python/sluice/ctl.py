@@ -46,7 +46,7 @@ class Exit(IntEnum):
 
 Json = Any
 Transport = Callable[[str, Mapping[str, Any]], Json]
-# A verb sluicectl carries out itself with the daemon's help (capture): it gets the
+# A verb sluicectl carries out itself with the daemon's help (capture, metrics): it gets the
 # params, a transport, stdout and stderr, and returns the exit status.
 Local = Callable[[dict[str, Any], Transport, TextIO, TextIO], int]
 
@@ -79,7 +79,7 @@ class Verb:
     aliases: tuple[str, ...] = ()
     # Turns the parsed arguments into the request's params; ValueError is a usage error.
     convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    # Set for verbs that are not a JSON-RPC method but work done here (capture).
+    # Set for verbs that are not a JSON-RPC method but work done here (capture, metrics).
     local: Local | None = None
 
 
@@ -144,6 +144,22 @@ def run_capture(params: dict[str, Any], transport: Transport, stdout: TextIO,
     print(f"{r.packets} packets captured in {r.path} ({r.seconds:.1f} s; dumpcap's ring "
           f"dropped {r.dropped})", file=stdout)
     return Exit.OK
+
+
+def run_metrics(params: dict[str, Any], transport: Transport, stdout: TextIO,
+                stderr: TextIO) -> int:
+    """`sluicectl metrics`: the Prometheus exporter (sluice.metrics)."""
+    from sluice import metrics
+
+    try:
+        return metrics.run(params.get("listen"), transport, stdout)
+    except ValueError as e:
+        print(f"{PROG} metrics: error: {e}", file=stderr)
+        return Exit.USAGE
+    except OSError as e:
+        print(f"{PROG} metrics: error: cannot listen on {params.get('listen')}: {e}",
+              file=stderr)
+        return Exit.ERROR
 
 
 SET_PORT_KEYS = {"vlan-mode": ("vlan_mode", str), "tag": ("tag", _count),
@@ -293,6 +309,16 @@ VERBS: tuple[Verb, ...] = (
           Arg("direction", "rx, tx or both", option="--direction", default="both",
               metavar="DIR")),
          convert=capture_args, local=run_capture),
+    Verb("metrics", "Prometheus metrics of the daemon: print once, or serve them",
+         "Without --listen, print the daemon's counters once in Prometheus' text format. "
+         "With --listen ADDR:PORT, serve them over HTTP (any path, e.g. /metrics) until "
+         "Ctrl-C; each scrape asks the daemon afresh, and a daemon that is down gives "
+         "sluice_up 0. Metric names: docs/capture-metrics.md.",
+         ("metrics", "metrics --listen 127.0.0.1:9410",
+          "--socket /run/sluice/b.sock metrics --listen :9411"),
+         (Arg("listen", "serve on ADDR:PORT (ADDR may be empty: every address)",
+              option="--listen", metavar="ADDR:PORT"),),
+         local=run_metrics),
     Verb("clear-stats", "zero the counters",
          "Zero the counters of every port of SWITCH, or of every port.",
          ("clear-stats", "clear-stats br0"),

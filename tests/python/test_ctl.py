@@ -95,6 +95,8 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
     (["capture", "br0", "vm1", "-w", "x", "--count", "0", "--duration", "2.5", "--direction",
       "rx"], "capture", {"switch": "br0", "port": "vm1", "file": "x", "count": 0,
                          "duration": 2.5, "direction": "rx"}),
+    (["metrics"], "metrics", {}),
+    (["metrics", "--listen", "127.0.0.1:9410"], "metrics", {"listen": "127.0.0.1:9410"}),
 ]
 
 
@@ -110,7 +112,7 @@ def test_every_verb_has_a_request_test() -> None:
     assert {v.name for v in VERBS} == {
         "version", "add-switch", "del-switch", "list-switches", "add-port", "del-port",
         "patch", "unpatch", "list-ports", "show", "stats", "clear-stats", "set-switch",
-        "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush", "capture"}
+        "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush", "capture", "metrics"}
 
 
 @pytest.mark.parametrize("argv", [
