@@ -40,6 +40,8 @@ debian_packages=(
 	clang libclang-rt-14-dev
 	chromium
 )
+# dpdk-dev has dpdk-dumpcap, which `sluicectl capture` runs (it must be the DPDK sluiced is
+# built on: a secondary process attaches to the daemon's shared memory).
 # clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
 # in a test of `make test`.
 # dpdk-doc ships the sources of DPDK's examples, which --peers builds (l2fwd, l3fwd, basicfwd).
@@ -77,14 +79,16 @@ install_debian_packages() {
 }
 
 # rich and matplotlib: sluice-bench's progress bar and report figures; MLRsearch: its
-# NDR/PDR search (FD.io CSIT's).
-python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1)
+# NDR/PDR search (FD.io CSIT's); prometheus-client: `sluicectl metrics`, the Prometheus
+# exporter (docs/capture-metrics.md).
+python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1
+	prometheus-client)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch, prometheus_client' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi

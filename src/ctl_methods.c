@@ -4,11 +4,14 @@
  * parameters completely before it changes anything, so a refused request leaves no trace.
  */
 #include <ctype.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_version.h>
 
@@ -314,14 +317,23 @@ static json_t *switch_json(struct sw *s, bool with_ports)
 
 /* ---- methods ---- */
 
+/*
+ * The EAL's runtime directory is <run dir>/<file prefix>, whichever way the prefix was given
+ * (--file-prefix of sluiced or after "--"). A DPDK secondary process (dpdk-dumpcap, telemetry
+ * clients) attaches by that prefix, so clients read it here rather than guess it.
+ */
 static json_t *m_version(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = { { NULL, 0, false } };
+	const char *runtime_dir = rte_eal_get_runtime_dir();
+	char dir[PATH_MAX];
 
 	if (check_params(params, defs, e) != 0)
 		return NULL;
-	return json_pack("{ss ss si}", "version", SLUICE_VERSION, "dpdk", rte_version(),
-			 "protocol", CTL_PROTOCOL_VERSION);
+	snprintf(dir, sizeof(dir), "%s", runtime_dir);
+	return json_pack("{ss ss si ss ss}", "version", SLUICE_VERSION, "dpdk", rte_version(),
+			 "protocol", CTL_PROTOCOL_VERSION, "file_prefix", basename(dir),
+			 "runtime_dir", runtime_dir);
 }
 
 /* Ranges of add-switch's and set-switch's learn parameters, when present. */

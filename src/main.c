@@ -19,6 +19,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
+#include <rte_pdump.h>
 #include <rte_version.h>
 
 #include "ctl.h"
@@ -400,6 +401,14 @@ int main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 1;
 	}
+	/*
+	 * Lets a DPDK secondary process such as dpdk-dumpcap capture any port. This only
+	 * registers the request handler: pdump installs its rx/tx callbacks while a capture
+	 * runs and removes them when it ends, so a port nobody captures pays nothing.
+	 */
+	if (rte_pdump_init() != 0)
+		LOG(WARNING, "packet capture unavailable: rte_pdump_init: %s",
+		    rte_strerror(rte_errno));
 	o.ports.n_workers = rte_lcore_count() - 1;
 	if (o.ports.n_workers > WK_MAX_WORKERS) {
 		LOG(ERR, "at most %d workers", WK_MAX_WORKERS);
@@ -407,6 +416,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rc = run(&o);
+	rte_pdump_uninit();
 	wk_fini();
 	port_fini();
 	rte_eal_cleanup();

@@ -17,6 +17,7 @@
  */
 #include "pool.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,9 +102,26 @@ static const struct rte_mempool_ops counted_ops = {
 	.get_count = counted_get_count,
 };
 
-RTE_MEMPOOL_REGISTER_OPS(counted_ops);
-
 /* ---- pools ---- */
+
+/*
+ * Registered at the first pool, after the EAL has loaded its mempool drivers, rather than
+ * from a constructor: a pool names its ops by their index in each process's table, and a
+ * secondary process (dpdk-dumpcap) that makes a pool in our memory must find the same ops
+ * at the same index here. A constructor in the executable would run before the drivers'
+ * and move every index by one.
+ */
+static bool register_counted_ops(void)
+{
+	static bool registered;
+	unsigned int i;
+
+	for (i = 0; !registered && i < rte_mempool_ops_table.num_ops; i++)
+		registered = strcmp(rte_mempool_ops_table.ops[i].name, POOL_OPS_NAME) == 0;
+	if (!registered)
+		registered = rte_mempool_register_ops(&counted_ops) >= 0;
+	return registered && inner_ops() != NULL;
+}
 
 void pool_init(unsigned int mbufs_per_pool)
 {
@@ -134,7 +152,7 @@ static struct rte_mempool *make_mempool(struct pool *p, unsigned int size, int s
 				      sizeof(struct rte_pktmbuf_pool_private), socket, 0);
 	if (mp == NULL)
 		return NULL;
-	if (inner_ops() == NULL || rte_mempool_set_ops_byname(mp, POOL_OPS_NAME, p) != 0)
+	if (!register_counted_ops() || rte_mempool_set_ops_byname(mp, POOL_OPS_NAME, p) != 0)
 		goto fail;
 	rte_pktmbuf_pool_init(mp, &priv);
 	if (rte_mempool_populate_default(mp) < 0)

@@ -46,6 +46,9 @@ class Exit(IntEnum):
 
 Json = Any
 Transport = Callable[[str, Mapping[str, Any]], Json]
+# A verb sluicectl carries out itself with the daemon's help (capture, metrics): it gets the
+# params, a transport, stdout and stderr, and returns the exit status.
+Local = Callable[[dict[str, Any], Transport, TextIO, TextIO], int]
 
 
 # ---- verbs ----
@@ -76,6 +79,8 @@ class Verb:
     aliases: tuple[str, ...] = ()
     # Turns the parsed arguments into the request's params; ValueError is a usage error.
     convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # Set for verbs that are not a JSON-RPC method but work done here (capture, metrics).
+    local: Local | None = None
 
 
 SWITCH = Arg("switch", "the switch's name", metavar="SWITCH")
@@ -117,6 +122,56 @@ def vlan_words(params: dict[str, Any]) -> dict[str, Any]:
     except argparse.ArgumentTypeError as e:
         raise ValueError(f"vlan: {e}") from None
     return params
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
+
+
+def capture_args(params: dict[str, Any]) -> dict[str, Any]:
+    """capture needs -w FILE, and its --direction must be rx, tx or both."""
+    if not params.get("file"):
+        raise ValueError("-w FILE is required: the pcapng file to write")
+    if params.get("direction") not in ("rx", "tx", "both"):
+        raise ValueError(f"--direction must be rx, tx or both, not {params.get('direction')!r}")
+    return params
+
+
+def run_capture(params: dict[str, Any], transport: Transport, stdout: TextIO,
+                stderr: TextIO) -> int:
+    """`sluicectl capture`: dpdk-dumpcap on one port (sluice.capture)."""
+    from sluice import capture
+
+    try:
+        r = capture.capture(lambda method, **p: transport(method, p), params, stdout)
+    except capture.CaptureError as e:
+        print(f"{PROG} capture: error: {e}", file=stderr)
+        return Exit.ERROR
+    print(f"{r.packets} packets captured in {r.path} ({r.seconds:.1f} s; dumpcap's ring "
+          f"dropped {r.dropped})", file=stdout)
+    return Exit.OK
+
+
+def run_metrics(params: dict[str, Any], transport: Transport, stdout: TextIO,
+                stderr: TextIO) -> int:
+    """`sluicectl metrics`: the Prometheus exporter (sluice.metrics)."""
+    from sluice import metrics
+
+    try:
+        return metrics.run(params.get("listen"), transport, stdout)
+    except ValueError as e:
+        print(f"{PROG} metrics: error: {e}", file=stderr)
+        return Exit.USAGE
+    except OSError as e:
+        print(f"{PROG} metrics: error: cannot listen on {params.get('listen')}: {e}",
+              file=stderr)
+        return Exit.ERROR
 
 
 SET_PORT_KEYS = {"vlan-mode": ("vlan_mode", str), "tag": ("tag", _count),
@@ -257,6 +312,35 @@ VERBS: tuple[Verb, ...] = (
          (Arg("switch", "only this switch", optional=True, metavar="SWITCH"),
           Arg("port", "only this port", option="--port", metavar="NAME")),
          aliases=("get-stats",)),
+    Verb("capture", "capture a port's packets to a pcapng file (dpdk-dumpcap)",
+         "Capture what PORT of SWITCH receives (rx), sends (tx) or both into FILE, in pcapng, "
+         "by running DPDK's dpdk-dumpcap against the daemon. Stops after --count packets "
+         "(default 1000; 0: no limit), after --duration seconds, or on Ctrl-C, whichever "
+         "comes first, then says how many packets FILE holds. Needs root and the DPDK "
+         "sluiced is built on; costs the daemon nothing while no capture runs (see "
+         "docs/operations.md).",
+         ("capture br0 vm1 -w /tmp/vm1.pcapng",
+          "capture br0 vm1 -w /tmp/vm1-rx.pcapng --direction rx --count 100",
+          "capture br0 uplink -w /tmp/up.pcapng --count 0 --duration 10"),
+         (SWITCH, Arg("port", "the port's name", metavar="PORT"),
+          Arg("file", "the pcapng file to write", option="-w", metavar="FILE"),
+          Arg("count", "stop after N packets, 0 for no limit", option="--count",
+              default="1000", metavar="N", type=_count),
+          Arg("duration", "stop after S seconds", option="--duration", metavar="S",
+              type=_seconds),
+          Arg("direction", "rx, tx or both", option="--direction", default="both",
+              metavar="DIR")),
+         convert=capture_args, local=run_capture),
+    Verb("metrics", "Prometheus metrics of the daemon: print once, or serve them",
+         "Without --listen, print the daemon's counters once in Prometheus' text format. "
+         "With --listen ADDR:PORT, serve them over HTTP (any path, e.g. /metrics) until "
+         "Ctrl-C; each scrape asks the daemon afresh, and a daemon that is down gives "
+         "sluice_up 0. Metric names: docs/operations.md.",
+         ("metrics", "metrics --listen 127.0.0.1:9410",
+          "--socket /run/sluice/b.sock metrics --listen :9411"),
+         (Arg("listen", "serve on ADDR:PORT (ADDR may be empty: every address)",
+              option="--listen", metavar="ADDR:PORT"),),
+         local=run_metrics),
     Verb("clear-stats", "zero the counters",
          "Zero the counters of every port of SWITCH, or of every port.",
          ("clear-stats", "clear-stats br0"),
@@ -617,7 +701,10 @@ def execute(args: argparse.Namespace, transport: Transport, origin: str,
         print(f"usage: {PROG} {args.verb} ... ('{PROG} {args.verb} --help' has the "
               f"arguments)\n{PROG} {args.verb}: error: {e}", file=stderr)
         return Exit.USAGE
+    local = find_verb(method).local
     try:
+        if local is not None:
+            return local(params, transport, stdout, stderr)
         result = transport(method, params)
     except RpcError as e:
         print(f"{PROG}: error: {e.message} (code {e.code})", file=stderr)

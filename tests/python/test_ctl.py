@@ -99,6 +99,14 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
      {"switch": "br0", "mac": "02:00:00:00:00:01", "vlan": 10}),
     (["fdb-flush", "br0"], "fdb-flush", {"switch": "br0"}),
     (["fdb-flush", "br0", "vm1"], "fdb-flush", {"switch": "br0", "port": "vm1"}),
+    (["capture", "br0", "vm1", "-w", "/tmp/x.pcapng"], "capture",
+     {"switch": "br0", "port": "vm1", "file": "/tmp/x.pcapng", "count": 1000,
+      "direction": "both"}),
+    (["capture", "br0", "vm1", "-w", "x", "--count", "0", "--duration", "2.5", "--direction",
+      "rx"], "capture", {"switch": "br0", "port": "vm1", "file": "x", "count": 0,
+                         "duration": 2.5, "direction": "rx"}),
+    (["metrics"], "metrics", {}),
+    (["metrics", "--listen", "127.0.0.1:9410"], "metrics", {"listen": "127.0.0.1:9410"}),
 ]
 
 
@@ -114,7 +122,7 @@ def test_every_verb_has_a_request_test() -> None:
     assert {v.name for v in VERBS} == {
         "version", "add-switch", "del-switch", "list-switches", "add-port", "del-port",
         "patch", "unpatch", "list-ports", "show", "stats", "clear-stats", "set-switch",
-        "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush"}
+        "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush", "capture", "metrics"}
 
 
 @pytest.mark.parametrize("argv", [

@@ -1,0 +1,310 @@
+"""`sluicectl capture`: packets of one sluiced port to a pcapng file, with DPDK's dpdk-dumpcap.
+
+sluiced initialises rte_pdump, so dpdk-dumpcap, a DPDK secondary process started with the
+daemon's file prefix, can ask it to copy what a port receives and sends into a ring that
+dumpcap empties into a file. This module finds what dumpcap needs (the daemon's file prefix
+from `version`, the port's ethdev number from `list-ports`), runs it bounded by a packet
+count and/or a duration, and reports what was captured (docs/operations.md).
+
+dpdk-dumpcap of DPDK 22.11 captures both directions at once and has no option to choose one,
+but each pcapng packet block carries its direction (epb_flags). For `--direction rx` or `tx`
+both are captured into a temporary file that is watched until COUNT packets of the wanted
+direction are in it, and then only those are written to the output file.
+
+The pure parts (`dumpcap_command`, `parse_dumpcap_summary`, the pcapng functions) are tested
+without a daemon; `run_capture` runs the real thing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+DUMPCAP = "dpdk-dumpcap"
+DIRECTIONS = ("rx", "tx", "both")
+DEFAULT_COUNT = 1000
+
+# pcapng (draft-ietf-opsawg-pcapng): block types and the epb_flags option.
+SHB = 0x0A0D0D0A
+ISB = 0x00000005
+EPB = 0x00000006
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+EPB_FLAGS = 2
+EPB_DIRECTION = {1: "rx", 2: "tx"}    # the flags' two low bits: 1 inbound, 2 outbound
+
+Call = Callable[..., Any]
+
+
+class CaptureError(Exception):
+    """The capture could not be made; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What dpdk-dumpcap needs to know about the daemon and the port."""
+
+    file_prefix: str
+    runtime_dir: str
+    ethdev: int
+    device: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a capture wrote: PACKETS packets in PATH; DROPPED is what dumpcap's ring could
+    not take (dpdk-dumpcap's own count, of both directions); SECONDS the capture's length."""
+
+    path: Path
+    packets: int
+    dropped: int
+    seconds: float
+
+
+def find_target(call: Call, switch: str, port: str) -> Target:
+    """Asks the daemon (CALL(method, **params)) for its file prefix and PORT's ethdev."""
+    version = call("version")
+    if not isinstance(version, Mapping) or "file_prefix" not in version:
+        raise CaptureError("this sluiced does not say its DPDK file prefix (too old?)")
+    for p in call("list-ports", switch=switch):
+        if p.get("name") == port:
+            return Target(str(version["file_prefix"]), str(version.get("runtime_dir", "")),
+                          int(p["ethdev"]), str(p.get("device", "")))
+    raise CaptureError(f"no port named {port!r} on switch {switch!r}")
+
+
+def dumpcap_command(target: Target, path: Path, count: int, duration: float | None) -> list[str]:
+    """dpdk-dumpcap's argv: PATH in pcapng, stopping after COUNT packets (0: no limit) or
+    DURATION seconds. -p leaves the port's promiscuous mode as sluiced set it; -n asks for
+    pcapng, which says each packet's direction."""
+    argv = [DUMPCAP, f"--file-prefix={target.file_prefix}", "-i", str(target.ethdev), "-p",
+            "-n", "-w", str(path)]
+    if count:
+        argv += ["-c", str(count)]
+    if duration:
+        argv += ["-a", f"duration:{duration:g}"]
+    return argv
+
+
+_SUMMARY = re.compile(r"Packets received/dropped on interface '[^']*': (\d+)/(\d+)")
+
+
+def parse_dumpcap_summary(output: str) -> tuple[int, int] | None:
+    """(received, dropped) from dpdk-dumpcap's last summary line, or None if it has none."""
+    found = _SUMMARY.findall(output)
+    return (int(found[-1][0]), int(found[-1][1])) if found else None
+
+
+# ---- pcapng ----
+
+def pcapng_blocks(data: bytes, order: str = "<") -> Iterator[tuple[int, bytes, str]]:
+    """(type, whole block, byte order '<' or '>') for each complete block of DATA, which
+    starts in byte order ORDER until a section header says otherwise; a block still being
+    written at the end is left out."""
+    pos = 0
+    while pos + 12 <= len(data):
+        if struct.unpack_from("<I", data, pos)[0] == SHB:
+            magic = struct.unpack_from("<I", data, pos + 8)[0]
+            order = "<" if magic == BYTE_ORDER_MAGIC else ">"
+        btype, blen = struct.unpack_from(order + "II", data, pos)
+        if blen < 12 or blen % 4 or pos + blen > len(data):
+            return
+        yield btype, data[pos:pos + blen], order
+        pos += blen
+
+
+def epb_direction(block: bytes, order: str) -> str | None:
+    """'rx' or 'tx' from an enhanced packet block's epb_flags; None when it has none."""
+    cap_len = struct.unpack_from(order + "I", block, 20)[0]
+    pos, end = 28 + (cap_len + 3) // 4 * 4, len(block) - 4
+    while pos + 4 <= end:
+        code, length = struct.unpack_from(order + "HH", block, pos)
+        if code == 0:
+            break
+        if code == EPB_FLAGS and length == 4:
+            return EPB_DIRECTION.get(struct.unpack_from(order + "I", block, pos + 4)[0] & 3)
+        pos += 4 + (length + 3) // 4 * 4
+    return None
+
+
+def count_packets(data: bytes, direction: str) -> int:
+    """Packets of DIRECTION ('rx', 'tx' or 'both') in the pcapng DATA."""
+    return sum(1 for btype, block, order in pcapng_blocks(data) if btype == EPB
+               and (direction == "both" or epb_direction(block, order) == direction))
+
+
+def keep_direction(data: bytes, direction: str, limit: int) -> tuple[bytes, int]:
+    """DATA with only the first LIMIT (0: all) packets of DIRECTION, and their number.
+    Interface statistics blocks go: their counts are of both directions."""
+    out, kept = [], 0
+    for btype, block, order in pcapng_blocks(data):
+        if btype == ISB:
+            continue
+        if btype == EPB:
+            if epb_direction(block, order) != direction or (limit and kept >= limit):
+                continue
+            kept += 1
+        out.append(block)
+    return b"".join(out), kept
+
+
+# ---- running dpdk-dumpcap ----
+
+def remove_secondary_files(runtime_dir: str, pid: int) -> list[str]:
+    """Removes what the DPDK secondary process PID left in the daemon's runtime directory
+    (its mp_socket_PID_* and its private copies of the memory maps, *_PID) and returns their
+    names. It touches nothing else: the daemon's own files have no PID in their names."""
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(runtime_dir):
+            if name.startswith(f"mp_socket_{pid}_") or name.endswith(f"_{pid}"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(runtime_dir, name))
+                    removed.append(name)
+    return removed
+
+
+class _Dumpcap:
+    """A running dpdk-dumpcap; a thread collects its output and sets `started` once it says
+    "Packets captured:", which it does on stderr, without a newline, right after pdump was
+    enabled in the daemon ("Capturing on" comes earlier, on buffered stdout)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        try:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        except FileNotFoundError:
+            raise CaptureError(f"{DUMPCAP} not found: install Debian's dpdk-dev package "
+                               "(scripts/setup.sh does)") from None
+        self.data = bytearray()
+        self.started = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while chunk := os.read(fd, 4096):
+            self.data += chunk
+            if b"Packets captured:" in self.data:
+                self.started.set()
+        self.started.set()
+
+    def interrupt(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+
+    def finish(self, timeout: float = 10.0) -> int:
+        """Waits for dumpcap to end (SIGKILL after TIMEOUT) and returns its status."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout)
+        return self.proc.returncode
+
+    @property
+    def output(self) -> str:
+        """What dumpcap said, without its backspaced running count."""
+        text = self.data.decode(errors="replace")
+        return re.sub(r"Packets captured: [\d \b]*", "", text)
+
+
+class _Counter:
+    """Counts the packets of one direction in a pcapng file that dumpcap is still writing,
+    reading only what was added since the last look."""
+
+    def __init__(self, path: Path, direction: str) -> None:
+        self.path, self.direction = path, direction
+        self.offset, self.order, self.packets = 0, "<", 0
+
+    def update(self) -> int:
+        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+            for btype, block, order in pcapng_blocks(data, self.order):
+                self.offset += len(block)
+                self.order = order
+                if btype == EPB and epb_direction(block, order) == self.direction:
+                    self.packets += 1
+        return self.packets
+
+
+def _wait(dc: _Dumpcap, counter: _Counter | None, count: int, deadline: float | None) -> None:
+    """Waits until dumpcap ends by itself; stops it once COUNTER reaches COUNT, or at
+    DEADLINE (a backstop for dumpcap's own duration)."""
+    stopping = False
+    while dc.proc.poll() is None:
+        late = deadline is not None and time.monotonic() > deadline
+        enough = counter is not None and count > 0 and counter.update() >= count
+        if (late or enough) and not stopping:
+            dc.interrupt()
+            stopping = True
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            dc.proc.wait(0.1)
+
+
+def run_capture(target: Target, path: Path, count: int, duration: float | None,
+                direction: str, out: TextIO) -> Result:
+    """Captures DIRECTION packets of TARGET into PATH (pcapng), at most COUNT (0: no limit)
+    for at most DURATION seconds (None: no limit); Ctrl-C ends it early. Says on OUT when
+    the capture has begun."""
+    one_way = direction != "both"
+    raw = path.with_name(path.name + ".both.tmp") if one_way else path
+    argv = dumpcap_command(target, raw, 0 if one_way else count, duration)
+    # dumpcap opens its file without O_TRUNC: an older, longer file would keep its tail.
+    for old in (path, raw):
+        with contextlib.suppress(FileNotFoundError):
+            old.unlink()
+    began = time.monotonic()
+    dc = _Dumpcap(argv)
+    try:
+        dc.started.wait(30)
+        if dc.proc.poll() is None:
+            print(f"capturing {direction} on ethdev {target.ethdev} ({target.device}) to "
+                  f"{path}; Ctrl-C stops", file=out, flush=True)
+        deadline = began + duration + 10 if duration else None
+        _wait(dc, _Counter(raw, direction) if one_way else None, count, deadline)
+    except KeyboardInterrupt:
+        dc.interrupt()
+    finally:
+        rc = dc.finish()
+        if target.runtime_dir:
+            remove_secondary_files(target.runtime_dir, dc.proc.pid)
+    seconds = time.monotonic() - began
+    summary = parse_dumpcap_summary(dc.output)
+    if rc != 0 or summary is None or not raw.exists():
+        with contextlib.suppress(FileNotFoundError):
+            if one_way:
+                raw.unlink()
+        raise CaptureError(f"{DUMPCAP} failed (status {rc}):\n{dc.output.strip()}")
+    data = raw.read_bytes()
+    if one_way:
+        kept, packets = keep_direction(data, direction, count)
+        path.write_bytes(kept)
+        raw.unlink()
+    else:
+        packets = count_packets(data, "both")
+    return Result(path, packets, summary[1], seconds)
+
+
+def capture(call: Call, params: Mapping[str, Any], out: TextIO) -> Result:
+    """`sluicectl capture`'s work: PARAMS are its parsed arguments."""
+    if shutil.which(DUMPCAP) is None:
+        raise CaptureError(f"{DUMPCAP} not found: install Debian's dpdk-dev package "
+                           "(scripts/setup.sh does)")
+    target = find_target(call, params["switch"], params["port"])
+    path = Path(params["file"]).absolute()
+    return run_capture(target, path, params.get("count", DEFAULT_COUNT),
+                       params.get("duration"), params.get("direction", "both"), out)
