@@ -223,19 +223,19 @@ static bool blank_or_comment(const char *s)
 	return *s == '\0' || *s == '#';
 }
 
-int ctl_apply_config(const char *file)
+int ctl_apply_file(const char *file, bool keep_going)
 {
 	FILE *f = fopen(file, "r");
 	char *line = NULL, *resp;
 	size_t cap = 0;
 	ssize_t n;
-	int lineno = 0, rc = 0;
+	int lineno = 0, failed = 0;
 
 	if (f == NULL) {
-		LOG(ERR, "cannot open config %s: %s", file, strerror(errno));
+		LOG(ERR, "cannot open %s: %s", file, strerror(errno));
 		return -1;
 	}
-	while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+	while ((keep_going || failed == 0) && (n = getline(&line, &cap, f)) >= 0) {
 		struct ctl_error e = { 0 };
 		json_error_t jerr;
 		json_t *req, *answer;
@@ -246,8 +246,8 @@ int ctl_apply_config(const char *file)
 		req = json_loadb(line, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
 		if (req == NULL) {
 			LOG(ERR, "%s:%d: not JSON: %s", file, lineno, jerr.text);
-			rc = -1;
-			break;
+			failed++;
+			continue;
 		}
 		resp = handle_request(req, false, &e);
 		json_decref(req);
@@ -255,16 +255,21 @@ int ctl_apply_config(const char *file)
 		if (answer != NULL && json_object_get(answer, "error") != NULL) {
 			LOG(ERR, "%s:%d: %s", file, lineno, json_string_value(json_object_get(
 				json_object_get(answer, "error"), "message")));
-			rc = -1;
+			failed++;
 		}
 		json_decref(answer);
 		free(resp);
 	}
 	free(line);
 	fclose(f);
-	if (rc == 0)
+	if (failed == 0)
 		LOG(INFO, "applied %s (%d lines)", file, lineno);
-	return rc;
+	return keep_going ? failed : (failed ? -1 : 0);
+}
+
+int ctl_apply_config(const char *file)
+{
+	return ctl_apply_file(file, false);
 }
 
 /* ---- socket ---- */

@@ -52,6 +52,10 @@ char *ctl_handle_line(const char *line, size_t len);
 
 /* Runs every request in FILE; on the first failure prints it with its line number. */
 int ctl_apply_config(const char *file);
+/* Applies FILE's requests (one JSON object a line, '#' comments); with KEEP_GOING a request
+ * that fails is logged and skipped, and the count of failures returned; without, the first
+ * failure ends it with -1. -1 also when FILE cannot be read. */
+int ctl_apply_file(const char *file, bool keep_going);
 
 struct ctl_config {
 	unsigned int idle_timeout_s;       /* close a client silent this long; 0: never */

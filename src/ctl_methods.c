@@ -19,6 +19,7 @@
 #include "fwd_learn.h"
 #include "log.h"
 #include "pool.h"
+#include "state.h"
 #include "sluice_version.h"
 #include "switch.h"
 #include "worker.h"
@@ -538,6 +539,8 @@ static void finish_setup(void)
 		fail(&pending.error, port_error_codes[perr], "%s", err);
 	else
 		pending.result = adopt_port(p, &pending.error);
+	if (pending.result != NULL)
+		state_save();
 	pending.finished = true;
 }
 
@@ -1026,29 +1029,32 @@ static json_t *m_fdb_show(json_t *params, struct ctl_error *e)
 			 fwd_learn_fdb_json(s->fwd, names));
 }
 
+/* CONFIGURES: a success changes the configuration, so the state file is rewritten
+ * (add-port's, when its set-up finishes: finish_setup). */
 static const struct {
 	const char *name;
 	json_t *(*fn)(json_t *params, struct ctl_error *e);
+	bool configures;
 } methods[] = {
-	{ "version", m_version },
-	{ "add-switch", m_add_switch },
-	{ "del-switch", m_del_switch },
-	{ "list-switches", m_list_switches },
-	{ "add-port", m_add_port },
-	{ "del-port", m_del_port },
-	{ "patch", m_patch },
-	{ "unpatch", m_unpatch },
-	{ "list-ports", m_list_ports },
-	{ "show", m_show },
-	{ "stats", m_stats },
-	{ "get-stats", m_stats },
-	{ "clear-stats", m_clear_stats },
-	{ "set-switch", m_set_switch },
-	{ "set-port", m_set_port },
-	{ "fdb-add", m_fdb_add },
-	{ "fdb-del", m_fdb_del },
-	{ "fdb-flush", m_fdb_flush },
-	{ "fdb-show", m_fdb_show },
+	{ "version", m_version, false },
+	{ "add-switch", m_add_switch, true },
+	{ "del-switch", m_del_switch, true },
+	{ "list-switches", m_list_switches, false },
+	{ "add-port", m_add_port, false },
+	{ "del-port", m_del_port, true },
+	{ "patch", m_patch, true },
+	{ "unpatch", m_unpatch, true },
+	{ "list-ports", m_list_ports, false },
+	{ "show", m_show, false },
+	{ "stats", m_stats, false },
+	{ "get-stats", m_stats, false },
+	{ "clear-stats", m_clear_stats, false },
+	{ "set-switch", m_set_switch, true },
+	{ "set-port", m_set_port, true },
+	{ "fdb-add", m_fdb_add, true },
+	{ "fdb-del", m_fdb_del, true },
+	{ "fdb-flush", m_fdb_flush, true },
+	{ "fdb-show", m_fdb_show, false },
 };
 
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)
@@ -1056,7 +1062,12 @@ json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)
 	unsigned int i;
 
 	for (i = 0; i < RTE_DIM(methods); i++)
-		if (strcmp(methods[i].name, method) == 0)
-			return methods[i].fn(params, e);
+		if (strcmp(methods[i].name, method) == 0) {
+			json_t *result = methods[i].fn(params, e);
+
+			if (result != NULL && methods[i].configures)
+				state_save();
+			return result;
+		}
 	return fail(e, CTL_METHOD_NOT_FOUND, "unknown method '%s'", method);
 }

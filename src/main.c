@@ -24,12 +24,14 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "state.h"
 #include "path_policy.h"
 #include "port.h"
 #include "sluice_version.h"
 #include "worker.h"
 
 #define DEFAULT_SOCKET "/run/sluice/sluiced.sock"
+#define DEFAULT_STATE "/var/lib/sluice/sluiced.state"
 #define MAX_EAL_ARGS 128
 
 int sluice_logtype;
@@ -37,6 +39,7 @@ int sluice_logtype;
 struct options {
 	const char *socket;
 	const char *config;
+	const char *state;            /* NULL: the default; "": none */
 	const char *log_level;
 	const char *file_prefix;
 	const char *worker_cpus;
@@ -57,7 +60,12 @@ static void usage(FILE *f)
 "\n"
 "options:\n"
 "  --socket PATH        control socket (default %s, mode 0660)\n"
-"  --config FILE        JSON-RPC requests to run at start, one per line\n"
+"  --config FILE        JSON-RPC requests to run at start, one per line; ignored when\n"
+"                       a state file exists (the state holds what it made)\n"
+"  --state FILE         keep the configuration in FILE, rewritten on every change and\n"
+"                       restored at start (default " DEFAULT_STATE " with the\n"
+"                       default socket, none with another --socket)\n"
+"  --no-state           keep no state file\n"
 "  --log-level LEVEL    emerg|alert|crit|error|warning|notice|info|debug (default info)\n"
 "  --file-prefix NAME   DPDK file prefix, unique per process (default sluiced)\n"
 "  --main-cpu N         CPU of the control thread (default: first CPU we may use)\n"
@@ -104,7 +112,7 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 }
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
-       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR, O_CLIENT_IDLE,
+       O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR, O_CLIENT_IDLE, O_STATE, O_NO_STATE,
        O_SETUP_TIMEOUT };
 
 static int parse_one(struct options *o, int c, const char *arg)
@@ -115,6 +123,8 @@ static int parse_one(struct options *o, int c, const char *arg)
 	switch (c) {
 	case O_SOCKET: o->socket = arg; return 0;
 	case O_CONFIG: o->config = arg; return 0;
+	case O_STATE: o->state = arg; return 0;
+	case O_NO_STATE: o->state = ""; return 0;
 	case O_LOG: o->log_level = arg; return 0;
 	case O_PREFIX: o->file_prefix = arg; return 0;
 	case O_WORKER_CPUS: o->worker_cpus = arg; return 0;
@@ -155,6 +165,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
 		{ "config", required_argument, NULL, O_CONFIG },
+		{ "state", required_argument, NULL, O_STATE },
+		{ "no-state", no_argument, NULL, O_NO_STATE },
 		{ "log-level", required_argument, NULL, O_LOG },
 		{ "file-prefix", required_argument, NULL, O_PREFIX },
 		{ "main-cpu", required_argument, NULL, O_MAIN_CPU },
@@ -341,6 +353,36 @@ static void remove_own_hugepage_files(const char *prefix)
 	fclose(mounts);
 }
 
+/* The state file's path: --state, or the default for the default socket only, so that a
+ * second daemon (tests, benchmarks) does not take over the first one's configuration. */
+static const char *state_path(const struct options *o)
+{
+	if (o->state != NULL)
+		return o->state;
+	return strcmp(o->socket, DEFAULT_SOCKET) == 0 ? DEFAULT_STATE : "";
+}
+
+/*
+ * The configuration at start: the state file when there is one (a restart), else --config
+ * (a first start), whose result then becomes the state.
+ */
+static int configure(const struct options *o)
+{
+	state_init(state_path(o));
+	if (state_exists()) {
+		if (o->config != NULL)
+			LOG(NOTICE, "state file %s exists: restoring it, not --config %s",
+			    state_file(), o->config);
+		return state_restore();
+	}
+	state_init(NULL);       /* one save at the end, not one per line */
+	if (o->config != NULL && ctl_apply_config(o->config) != 0)
+		return -1;
+	state_init(state_path(o));
+	state_save();
+	return 0;
+}
+
 static int run(const struct options *o)
 {
 	int rc = 1;
@@ -351,7 +393,7 @@ static int run(const struct options *o)
 		return 1;
 	if (ctl_listen(o->socket) != 0)
 		goto stop;
-	if (o->config != NULL && ctl_apply_config(o->config) != 0)
+	if (configure(o) != 0)
 		goto stop;
 	LOG(NOTICE, "sluiced %s ready, %u worker(s)", SLUICE_VERSION, wk_count());
 	rc = ctl_serve() == 0 ? 0 : 1;

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The state file: the daemon's configuration, rewritten after every change and replayed at
+ * start, so that a restart (a crash, kill -9, an upgrade) brings back every switch, port,
+ * link and setting with no step by the user. With vhost-user ports in client mode (the VM
+ * or container is the server, as OVS's dpdkvhostuserclient), the VNFs reconnect by
+ * themselves once the ports exist again.
+ *
+ * The file holds the requests that rebuild the configuration, one JSON object a line, in the
+ * --config format; it is made from what the daemon reports (`show`, `fdb-show`), not from a
+ * log of requests, so it never grows and never replays a change that was undone. It is
+ * written to a temporary file, synced and renamed over the old one: a crash leaves either
+ * the old state or the new one, never half of one.
+ */
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ctl.h"
+#include "log.h"
+
+static char state_path[PATH_MAX];
+static bool restoring;
+
+void state_init(const char *path)
+{
+	snprintf(state_path, sizeof(state_path), "%s", path != NULL ? path : "");
+}
+
+const char *state_file(void)
+{
+	return state_path[0] != '\0' ? state_path : NULL;
+}
+
+/* ---- the snapshot ---- */
+
+static void add_request(json_t *out, const char *method, json_t *params)
+{
+	json_array_append_new(out, json_pack("{ss so}", "method", method, "params", params));
+}
+
+/* Asks the daemon METHOD as a client would; NULL on an error (logged). */
+static json_t *ask(const char *method, json_t *params)
+{
+	struct ctl_error e = { 0 };
+	json_t *r = ctl_call(method, params, &e);
+
+	if (r == NULL)
+		LOG(ERR, "state: %s failed: %s", method, e.message);
+	json_decref(params);
+	return r;
+}
+
+/* The VLAN words of set-port for one port's settings in `show`. */
+static void add_vlan_params(json_t *params, json_t *ps)
+{
+	const char *mode = json_string_value(json_object_get(ps, "vlan_mode"));
+	json_t *trunks = json_object_get(ps, "trunks"), *v;
+	char list[4096] = "";
+	size_t len = 0, i;
+
+	if (mode == NULL)
+		return;
+	json_object_set_new(params, "vlan_mode", json_string(mode));
+	if (strcmp(mode, "access") == 0) {
+		json_object_set(params, "tag", json_object_get(ps, "tag"));
+		return;
+	}
+	if (json_is_string(trunks) || !json_is_array(trunks) || json_array_size(trunks) == 0)
+		return;         /* "all", the default */
+	json_array_foreach(trunks, i, v)
+		if (len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%lld",
+						i ? "," : "", (long long)json_integer_value(v));
+	json_object_set_new(params, "trunks", json_string(list));
+}
+
+static void copy_if_present(json_t *to, json_t *from, const char *key)
+{
+	json_t *v = json_object_get(from, key);
+
+	if (v != NULL && !json_is_null(v))
+		json_object_set(to, key, v);
+}
+
+static void add_learn_requests(json_t *out, const char *name, json_t *sw)
+{
+	json_t *settings = json_object_get(sw, "port_settings"), *ps, *fdb, *entry;
+	const char *port;
+	size_t i;
+
+	json_t *sw_params = json_pack("{ss}", "switch", name);
+
+	copy_if_present(sw_params, sw, "aging");
+	copy_if_present(sw_params, sw, "forward_reserved");
+	add_request(out, "set-switch", sw_params);
+	json_object_foreach(settings, port, ps) {
+		json_t *params = json_pack("{ss ss}", "switch", name, "name", port);
+
+		copy_if_present(params, ps, "learn_limit");
+		copy_if_present(params, ps, "storm_pps");
+		add_vlan_params(params, ps);
+		add_request(out, "set-port", params);
+	}
+	fdb = ask("fdb-show", json_pack("{ss}", "switch", name));
+	json_array_foreach(json_object_get(fdb, "entries"), i, entry) {
+		const char *type = json_string_value(json_object_get(entry, "type"));
+
+		if (type != NULL && strcmp(type, "static") == 0)
+			add_request(out, "fdb-add", json_pack("{ss sO sO sO}", "switch", name,
+				    "mac", json_object_get(entry, "mac"),
+				    "port", json_object_get(entry, "port"),
+				    "vlan", json_object_get(entry, "vlan")));
+	}
+	json_decref(fdb);
+}
+
+static void add_switch_requests(json_t *out, json_t *sw)
+{
+	const char *name = json_string_value(json_object_get(sw, "name"));
+	const char *mode = json_string_value(json_object_get(sw, "mode"));
+	json_t *params = json_pack("{ss ss}", "name", name, "mode", mode), *p, *link;
+	bool learn = strcmp(mode, "learn") == 0;
+	size_t i;
+
+	if (learn)
+		json_object_set(params, "max_entries", json_object_get(sw, "max_entries"));
+	add_request(out, "add-switch", params);
+	json_array_foreach(json_object_get(sw, "ports"), i, p)
+		add_request(out, "add-port", json_pack("{ss sO sO}", "switch", name,
+			    "name", json_object_get(p, "name"), "spec", json_object_get(p, "spec")));
+	json_array_foreach(json_object_get(sw, "links"), i, link)
+		add_request(out, "patch", json_pack("{ss sO sO}", "switch", name,
+			    "port1", json_array_get(link, 0), "port2", json_array_get(link, 1)));
+	if (learn)
+		add_learn_requests(out, name, sw);
+}
+
+/* The requests that rebuild the daemon's configuration, or NULL. */
+static json_t *snapshot(void)
+{
+	json_t *show = ask("show", json_object()), *out, *sw;
+	size_t i;
+
+	if (show == NULL)
+		return NULL;
+	out = json_array();
+	json_array_foreach(json_object_get(show, "switches"), i, sw)
+		add_switch_requests(out, sw);
+	json_decref(show);
+	return out;
+}
+
+/* ---- writing and reading ---- */
+
+static int write_lines(FILE *f, json_t *requests)
+{
+	json_t *r;
+	size_t i;
+
+	fprintf(f, "# sluiced state: the requests that rebuild its configuration, replayed at "
+		"start; rewritten on every change (docs/operations.md)\n");
+	json_array_foreach(requests, i, r)
+		if (json_dumpf(r, f, JSON_COMPACT) != 0 || fputc('\n', f) == EOF)
+			return -1;
+	return fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
+}
+
+/* Makes the state file's directory (a first start under /var/lib/sluice). */
+static void make_dir(void)
+{
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", state_path);
+	if (mkdir(dirname(dir), 0750) != 0 && errno != EEXIST)
+		LOG(WARNING, "state: cannot make the directory of %s: %s", state_path,
+		    strerror(errno));
+}
+
+/* Syncs the directory of the state file, so that the rename itself survives a crash. */
+static void sync_dir(void)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", state_path);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+void state_save(void)
+{
+	char tmp[PATH_MAX + 8];
+	json_t *requests;
+	FILE *f;
+	int rc;
+
+	if (state_path[0] == '\0' || restoring)
+		return;
+	requests = snapshot();
+	if (requests == NULL)
+		return;
+	make_dir();
+	snprintf(tmp, sizeof(tmp), "%s.tmp", state_path);
+	f = fopen(tmp, "we");
+	rc = f != NULL ? write_lines(f, requests) : -1;
+	if (f != NULL && fclose(f) != 0)
+		rc = -1;
+	if (rc == 0 && rename(tmp, state_path) == 0)
+		sync_dir();
+	else
+		LOG(ERR, "state: cannot write %s: %s (the previous state stays)", state_path,
+		    strerror(errno));
+	json_decref(requests);
+}
+
+bool state_exists(void)
+{
+	return state_path[0] != '\0' && access(state_path, F_OK) == 0;
+}
+
+int state_restore(void)
+{
+	struct timespec t0, t1;
+	int failed;
+
+	if (!state_exists())
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	restoring = true;
+	failed = ctl_apply_file(state_path, true);
+	restoring = false;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (failed < 0)
+		return -1;
+	LOG(NOTICE, "state: restored %s in %.1f ms%s", state_path,
+	    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+	    failed ? "; some requests failed (logged above) and are left out of the state" : "");
+	state_save();     /* what could not be restored is no longer configured */
+	return 0;
+}
