@@ -144,6 +144,10 @@ void port_refresh_link(struct port *p)
 {
 	struct rte_eth_link link;
 
+	if (p->afp != NULL) {
+		__atomic_store_n(&p->link_up, afp_link_up(p->afp), __ATOMIC_RELAXED);
+		return;
+	}
 	if (rte_eth_link_get_nowait(p->ethdev, &link) != 0)
 		return;
 	__atomic_store_n(&p->link_up, link.link_status == RTE_ETH_LINK_UP, __ATOMIC_RELAXED);
@@ -317,9 +321,43 @@ static int probe_device(struct port *p, char *err, size_t err_len)
 	return 0;
 }
 
+/*
+ * af_packet ports are sluice's own (port_afpacket.h): DPDK 22.11's net_af_packet drops the
+ * kernel's checksum and segmentation state, so TCP from a namespace never arrived whole.
+ */
+static int open_afpacket(struct port *p, char *err, size_t err_len)
+{
+	const char *iface = strstr(p->ps.devargs, "iface=");
+	char name[IF_NAMESIZE];
+	struct rte_mempool *pool = port_mempool(SOCKET_ID_ANY);
+
+	if (check_host_resources(&p->ps, p->spec, err, err_len) != 0)
+		return -1;
+	if (pool == NULL || iface == NULL) {
+		snprintf(err, err_len, "no mbuf pool (hugepage memory exhausted?)");
+		return -1;
+	}
+	iface += strlen("iface=");
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(iface, ","), iface);
+	p->afp = afp_open(name, config.n_workers, pool, err, err_len);
+	if (p->afp == NULL)
+		return -1;
+	p->ethdev = PORT_NO_ETHDEV;
+	p->tx_offloads = true;
+	afp_mac(p->afp, &p->mac);
+	port_refresh_link(p);
+	return 0;
+}
+
 static void remove_device(struct port *p)
 {
 	int rc;
+
+	if (p->afp != NULL) {
+		afp_close(p->afp);
+		p->afp = NULL;
+		return;
+	}
 
 	unregister_lsc(p);
 	rc = rte_eth_dev_stop(p->ethdev);
@@ -366,16 +404,22 @@ struct port *port_create(const char *name, const char *spec, enum port_error *er
 	p->generation = port_generation[slot] + 1;
 	p->worker = -1;
 	*error = PORT_ERR_DEVICE;
-	if (probe_device(p, err, err_len) != 0)
-		goto fail;
-	if (configure_device(p, err, err_len) != 0) {
-		remove_device(p);
-		goto fail;
+	if (p->ps.kind == PORTSPEC_AF_PACKET) {
+		if (open_afpacket(p, err, err_len) != 0)
+			goto fail;
+	} else {
+		if (probe_device(p, err, err_len) != 0)
+			goto fail;
+		if (configure_device(p, err, err_len) != 0) {
+			remove_device(p);
+			goto fail;
+		}
 	}
 	port_table[slot] = p;
 	port_generation[slot] = p->generation;
-	LOG(INFO, "port %s: number %u, ethdev %u, %s, link %s", p->name, p->id, p->ethdev,
-	    p->ps.devname, port_link_is_up(p) ? "up" : "down");
+	LOG(INFO, "port %s: number %u, ethdev %d, %s, link %s", p->name, p->id,
+	    p->ethdev == PORT_NO_ETHDEV ? -1 : p->ethdev, p->ps.devname,
+	    port_link_is_up(p) ? "up" : "down");
 	return p;
 fail:
 	rte_free(p);
@@ -444,6 +488,8 @@ uint64_t port_rx_missed(const struct port *p)
 {
 	struct rte_eth_stats st;
 
+	if (p->afp != NULL)
+		return afp_rx_missed(p->afp) - p->baseline_missed;
 	if (rte_eth_stats_get(p->ethdev, &st) != 0)
 		return 0;
 	return st.imissed + st.rx_nombuf - p->baseline_missed;
