@@ -37,6 +37,7 @@ debian_packages=(
 	dpdk dpdk-dev libdpdk-dev dpdk-doc
 	libjansson-dev libcmocka-dev libbpf-dev libxdp-dev libpcap-dev libnuma-dev
 	iproute2 tcpdump procps psmisc
+	iperf3 iputils-ping ethtool
 	clang libclang-rt-14-dev
 	chromium
 )

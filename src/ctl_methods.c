@@ -199,7 +199,7 @@ static json_t *port_json(struct port *p)
 			 "name", p->name, "switch", p->sw->name, "id", p->id,
 			 "generation", (json_int_t)p->generation, "spec", p->spec,
 			 "kind", portspec_kind_name(p->ps.kind), "device", p->ps.devname,
-			 "ethdev", p->ethdev, "link", port_link_is_up(p) ? "up" : "down",
+			 "ethdev", p->ethdev == PORT_NO_ETHDEV ? -1 : (int)p->ethdev, "link", port_link_is_up(p) ? "up" : "down",
 			 "peer", peer ? json_string(peer) : json_null(), "mac", mac,
 			 "worker", p->worker);
 }

@@ -126,6 +126,10 @@ void port_refresh_link(struct port *p)
 {
 	struct rte_eth_link link;
 
+	if (p->afp != NULL) {
+		__atomic_store_n(&p->link_up, afp_link_up(p->afp), __ATOMIC_RELAXED);
+		return;
+	}
 	if (rte_eth_link_get_nowait(p->ethdev, &link) != 0)
 		return;
 	__atomic_store_n(&p->link_up, link.link_status == RTE_ETH_LINK_UP, __ATOMIC_RELAXED);
@@ -302,9 +306,56 @@ static int probe_device(struct port *p, char *err, size_t err_len)
 	return 0;
 }
 
+/*
+ * af_packet ports are sluice's own (port_afpacket.h): DPDK 22.11's net_af_packet drops the
+ * kernel's checksum and segmentation state, so TCP from a namespace never arrived whole.
+ */
+static int open_afpacket(struct port *p, char *err, size_t err_len)
+{
+	const char *iface = strstr(p->ps.devargs, "iface=");
+	char name[IF_NAMESIZE];
+
+	if (check_host_resources(&p->ps, p->spec, err, err_len) != 0)
+		return -1;
+	if (iface == NULL) {
+		snprintf(err, err_len, "af_packet: 'iface' is missing");
+		return -1;
+	}
+	/* Frames are copied out of the kernel's ring into mbufs a burst at a time, and out of
+	 * mbufs into it on send: the port holds a burst at most. */
+	p->pool_need = FWD_MAX_BURST;
+	p->pool = pool_reserve(SOCKET_ID_ANY, p->pool_need);
+	if (p->pool == NULL) {
+		snprintf(err, err_len, "no memory for %u more packet buffers (hugepages "
+			 "exhausted?)", p->pool_need);
+		return -1;
+	}
+	iface += strlen("iface=");
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(iface, ","), iface);
+	p->afp = afp_open(name, config.n_workers, p->pool, err, err_len);
+	if (p->afp == NULL) {
+		pool_release(p->pool, p->pool_need);
+		p->pool = NULL;
+		return -1;
+	}
+	p->ethdev = PORT_NO_ETHDEV;
+	p->tx_offloads = true;
+	afp_mac(p->afp, &p->mac);
+	port_refresh_link(p);
+	return 0;
+}
+
 static void remove_device(struct port *p)
 {
 	int rc;
+
+	if (p->afp != NULL) {
+		afp_close(p->afp);
+		p->afp = NULL;
+		pool_release(p->pool, p->pool_need);
+		p->pool = NULL;
+		return;
+	}
 
 	unregister_lsc(p);
 	rc = rte_eth_dev_stop(p->ethdev);
@@ -367,6 +418,8 @@ static struct port *port_prepare(const char *name, const char *spec, enum port_e
 __attribute__((noipa))
 static int port_bring_up(struct port *p, char *err, size_t err_len)
 {
+	if (p->ps.kind == PORTSPEC_AF_PACKET)
+		return open_afpacket(p, err, err_len);
 	if (probe_device(p, err, err_len) != 0)
 		return -1;
 	if (configure_device(p, err, err_len) != 0) {
@@ -380,8 +433,9 @@ static void port_commit(struct port *p)
 {
 	port_table[p->id - 1] = p;
 	port_generation[p->id - 1] = p->generation;
-	LOG(INFO, "port %s: number %u, ethdev %u, %s, link %s", p->name, p->id, p->ethdev,
-	    p->ps.devname, port_link_is_up(p) ? "up" : "down");
+	LOG(INFO, "port %s: number %u, ethdev %d, %s, link %s", p->name, p->id,
+	    p->ethdev == PORT_NO_ETHDEV ? -1 : p->ethdev, p->ps.devname,
+	    port_link_is_up(p) ? "up" : "down");
 }
 
 /* ---- the set-up thread ---- */
@@ -626,6 +680,8 @@ uint64_t port_rx_missed(const struct port *p)
 {
 	struct rte_eth_stats st;
 
+	if (p->afp != NULL)
+		return afp_rx_missed(p->afp) - p->baseline_missed;
 	if (rte_eth_stats_get(p->ethdev, &st) != 0)
 		return 0;
 	return st.imissed + st.rx_nombuf - p->baseline_missed;

@@ -16,19 +16,27 @@
 #include <rte_ether.h>
 #include <rte_mempool.h>
 
+#include <rte_ethdev.h>
+
+#include "port_afpacket.h"
 #include "portspec.h"
 #include "stats.h"
 
 #define PORT_MAX 256            /* ports in the daemon */
 #define PORT_NAME_LEN 32
 #define WK_MAX_WORKERS 16
+#define PORT_NO_ETHDEV UINT16_MAX
 
 struct sw;
 
 struct port {
 	/* read by workers */
-	uint16_t ethdev;
+	uint16_t ethdev;              /* PORT_NO_ETHDEV for the kinds sluice drives itself */
 	uint16_t sw_index;            /* index in its switch */
+	struct afp *afp;              /* af_packet: sluice's own driver (port_afpacket.h) */
+	/* Takes frames whose checksum or TCP segmentation is left to do (port_afpacket.h);
+	 * other outputs have it done in software by the worker. */
+	bool tx_offloads;
 	struct sw *sw;
 	bool link_up;                 /* atomic access */
 	struct port_counters counters[WK_MAX_WORKERS];
@@ -120,6 +128,22 @@ void port_refresh_link(struct port *p);
 static inline bool port_link_is_up(const struct port *p)
 {
 	return __atomic_load_n(&p->link_up, __ATOMIC_RELAXED);
+}
+
+/* A worker's receive and transmit: the ethdev's, or the kind's own driver's. */
+static inline uint16_t port_rx_burst(const struct port *p, struct rte_mbuf **pkts, uint16_t n)
+{
+	if (p->afp != NULL)
+		return afp_rx_burst(p->afp, pkts, n);
+	return rte_eth_rx_burst(p->ethdev, 0, pkts, n);
+}
+
+static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rte_mbuf **pkts,
+				     uint16_t n)
+{
+	if (p->afp != NULL)
+		return afp_tx_burst(p->afp, q, pkts, n);
+	return rte_eth_tx_burst(p->ethdev, q, pkts, n);
 }
 
 /* Frees the pools; call after every port is destroyed. */

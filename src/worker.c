@@ -31,6 +31,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "log.h"
+#include "pool.h"
 #include "switch.h"
 
 /*
@@ -48,10 +49,11 @@
  * and counted, and what it may still read is left allocated rather than waited for.
  */
 #define WK_GRACE_MS 2000
+/* A 64 KB super-frame cut at the smallest MSS worth sending whole (1 KB) */
+#define WK_MAX_SEGS 64
 
 struct wk_rxq {
 	struct port *port;
-	uint16_t ethdev;
 };
 
 /* What a worker polls; replaced as a whole, never changed in place. */
@@ -95,6 +97,12 @@ struct worker {
 	struct fwd_burst fb;
 	struct rte_mbuf *rx[FWD_MAX_BURST];
 	struct rte_mbuf *dropped[FWD_MAX_BURST];
+	/* the segments of one TCP super-frame for an output that cannot take it whole */
+	struct rte_mbuf *segs[WK_MAX_SEGS];
+	struct rte_mempool *pool;     /* where those segments come from */
+	/* The burst being served came from a port whose frames may leave checksums or TCP
+	 * segmentation to do (port_afpacket.h): only then do outputs check for it. */
+	bool offloads_in;
 	uint16_t used[SW_MAX_PORTS];
 	uint16_t n_used;
 	struct wk_out out[SW_MAX_PORTS];
@@ -197,6 +205,70 @@ static int unsent_reason(const struct port *p)
 	return port_link_is_up(p) ? STATS_DROP_TX_FULL : STATS_DROP_LINK_DOWN;
 }
 
+/* Whether any of PKTS leaves a checksum or a segmentation to do (port_afpacket.h). */
+static inline bool needs_completion(struct rte_mbuf *const *pkts, uint16_t n)
+{
+	uint64_t flags = 0;
+	uint16_t i;
+
+	for (i = 0; i < n; i++)
+		flags |= pkts[i]->ol_flags;
+	return (flags & AFP_OFFLOAD_FLAGS) != 0;
+}
+
+/*
+ * Does for output P, which cannot take them, the checksums and TCP segmentation that frames
+ * from kernel ports leave to do. A checksum is completed in place (the bytes are right for
+ * every output, so a flood copy may share them). A super-frame is cut into segments, sent at
+ * once and taken out of OUT; it counts as forwarded (unicast) when all its segments were
+ * sent, else as a drop of the input (tx_full or link_down) or a lost flood copy. Its
+ * segments go before the frames that preceded it in OUT: frames of one TCP connection in
+ * one burst are data after data, where such a swap cannot happen.
+ */
+static void complete_offloads(struct worker *w, struct port *p, struct port_counters *ic,
+			      struct wk_out *out)
+{
+	struct port_counters *oc = &p->counters[w->id];
+	uint16_t i, k = 0;
+
+	if (!needs_completion(out->pkts, out->n))
+		return;
+	for (i = 0; i < out->n; i++) {
+		struct rte_mbuf *m = out->pkts[i];
+		uint16_t n_segs, sent, failed = 0, j;
+		uint64_t bytes = 0;
+
+		if (!(m->ol_flags & RTE_MBUF_F_TX_TCP_SEG)) {
+			if (m->ol_flags & AFP_OFFLOAD_FLAGS)
+				afp_complete_offloads(&m, 1, &m, 1, w->pool, &failed);
+			out->pkts[k] = m;
+			out->is_copy[k++] = out->is_copy[i];
+			continue;
+		}
+		out->bytes -= m->pkt_len;
+		n_segs = afp_complete_offloads(&m, 1, w->segs, WK_MAX_SEGS, w->pool, &failed);
+		sent = failed ? 0 : port_tx_burst(p, (uint16_t)w->id, w->segs, n_segs);
+		for (j = 0; j < sent; j++)
+			bytes += w->segs[j]->pkt_len;
+		if (sent > 0) {
+			stats_add(&oc->tx_packets, sent);
+			stats_add(&oc->tx_bytes, bytes);
+		}
+		if (sent < n_segs)
+			rte_pktmbuf_free_bulk(&w->segs[sent], n_segs - sent);
+		if (out->is_copy[i]) {
+			out->copies--;
+			if (sent < n_segs || failed)
+				stats_add(&oc->flood_tx_dropped, 1);
+		} else if (sent == n_segs && !failed) {
+			stats_add(&ic->forwarded, 1);
+		} else {
+			stats_add(&ic->drops[unsent_reason(p)], 1);
+		}
+	}
+	out->n = k;
+}
+
 /*
  * Sends one output's staged packets. Unicast packets the output does not take are drops of
  * the input port; flood copies it does not take are counted on the output (fwd.h).
@@ -209,8 +281,10 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 	uint16_t sent = 0, i, unsent_unicast = 0, unicast_sent = 0;
 	uint64_t unsent_bytes = 0;
 
+	if (w->offloads_in && p != NULL && !p->tx_offloads)
+		complete_offloads(w, p, ic, out);
 	if (p != NULL)
-		sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, out->pkts, out->n);
+		sent = port_tx_burst(p, (uint16_t)w->id, out->pkts, out->n);
 	else if (out->copies > 0)
 		/* The output left the switch during this burst: its copies count on the input. */
 		stats_add(&ic->flood_to_removed, out->copies);
@@ -254,8 +328,16 @@ static void serve_uniform(struct worker *w, struct sw *s, struct port_counters *
 	uint64_t unsent_bytes = 0;
 	uint16_t sent = 0, i;
 
+	if (w->offloads_in && p != NULL && !p->tx_offloads && needs_completion(pkts, n)) {
+		/* Rare (a kernel port's frames to another kind): the general path does it. */
+		for (i = 0; i < n; i++)
+			stage(w, o, pkts[i], 0);
+		stats_add(&ic->forwarded, flush_output(w, s, o, ic));
+		w->n_used = 0;
+		return;
+	}
 	if (p != NULL)
-		sent = rte_eth_tx_burst(p->ethdev, (uint16_t)w->id, pkts, n);
+		sent = port_tx_burst(p, (uint16_t)w->id, pkts, n);
 	if (sent > 0) {
 		for (i = sent; i < n; i++)
 			unsent_bytes += pkts[i]->pkt_len;
@@ -280,6 +362,7 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	uint64_t bytes = 0, forwarded = 0, flooded = 0;
 	uint16_t i, n_dropped = 0;
 
+	w->offloads_in = in->afp != NULL;
 	for (i = 0; i < n; i++)
 		bytes += pkts[i]->pkt_len;
 	stats_add(&ic->rx_packets, n);
@@ -375,8 +458,8 @@ static int wk_main(void *arg)
 		uint64_t got = 0;
 
 		for (i = 0; i < plan->n; i++) {
-			uint16_t n = rte_eth_rx_burst(plan->q[i].ethdev, 0, w->rx,
-						      (uint16_t)config.burst);
+			uint16_t n = port_rx_burst(plan->q[i].port, w->rx,
+						   (uint16_t)config.burst);
 
 			if (n > 0) {
 				burst_seq_step(w);
@@ -432,6 +515,10 @@ int wk_init(unsigned int n, const struct wk_config *cfg)
 		w->plan = rte_zmalloc("wk_plan", sizeof(struct wk_plan), 0);
 		w->spare = rte_zmalloc("wk_plan", sizeof(struct wk_plan), 0);
 		if (w->plan == NULL || w->spare == NULL)
+			return -1;
+		/* room for one super-frame's segments (complete_offloads) */
+		w->pool = pool_reserve((int)rte_lcore_to_socket_id(lcore), WK_MAX_SEGS);
+		if (w->pool == NULL)
 			return -1;
 		w->id = i;
 		w->fb.worker = (uint16_t)i;
@@ -592,7 +679,7 @@ static int replace_plan(struct worker *w, struct port *add, struct port *remove)
 		if (old->q[i].port != remove)
 			plan->q[plan->n++] = old->q[i];
 	if (add != NULL)
-		plan->q[plan->n++] = (struct wk_rxq){ .port = add, .ethdev = add->ethdev };
+		plan->q[plan->n++] = (struct wk_rxq){ .port = add };
 	__atomic_store_n(&w->plan, plan, __ATOMIC_RELEASE);
 	if (wk_synchronize())
 		w->spare = old;

@@ -78,6 +78,11 @@ def find_target(call: Call, switch: str, port: str) -> Target:
         raise CaptureError("this sluiced does not say its DPDK file prefix (too old?)")
     for p in call("list-ports", switch=switch):
         if p.get("name") == port:
+            if int(p["ethdev"]) < 0:
+                raise CaptureError(
+                    f"port {port!r} ({p.get('kind')}) is driven by sluiced itself, not by a "
+                    "DPDK ethdev, so dpdk-dumpcap cannot capture it; capture on its kernel "
+                    "interface with tcpdump instead")
             return Target(str(version["file_prefix"]), str(version.get("runtime_dir", "")),
                           int(p["ethdev"]), str(p.get("device", "")))
     raise CaptureError(f"no port named {port!r} on switch {switch!r}")
