@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     TESTPMD,
     Daemon,
+    RpcError,
     assert_accounting,
     remove_hugepage_files,
     stop_process,
@@ -160,3 +161,95 @@ def test_buffers_grow_with_ports_and_come_back(workdir: Path) -> None:
         assert sum(p["reserved"] for p in pools) == idle
     finally:
         assert daemon.stop() == 0, daemon.log.read_text()
+
+
+def test_hugepages_exhausted(workdir: Path) -> None:
+    """With DPDK's memory capped (--socket-limit), ports are added until no pool can be made
+    for the next: that add-port gets a clear error and the daemon goes on; deleting a port
+    gives its room back, and a port fits again."""
+    d = Daemon(workdir, "mem", ["--mbufs", "8192", "--", "--socket-limit", "48"]).start()
+    try:
+        d.call("add-switch", name="br0", mode="patch")
+        added, error = 0, None
+        for i in range(16):
+            try:
+                d.call("add-port", switch="br0", name=f"r{i}",
+                       spec=f"ring:name=slmem{os.getpid()}r{i}")
+                added += 1
+            except RpcError as e:
+                error = e
+                break
+        assert error is not None and added >= 2, (added, error)
+        assert "no memory for" in error.message and "packet buffers" in error.message
+        assert d.call("version")["version"]
+        d.call("del-port", switch="br0", name="r0")
+        d.call("add-port", switch="br0", name="again", spec=f"ring:name=slmem{os.getpid()}a")
+        assert [p["alloc_failures"] for p in d.call("show")["pools"]] == \
+            [0] * len(d.call("show")["pools"])
+    finally:
+        assert d.stop() == 0, d.log.read_text()
+
+
+def test_vnf_killed_and_restarted_under_traffic(daemon: Daemon, workdir: Path,
+                                                testpmd: Start) -> None:
+    """The receiving VNF is killed (SIGKILL) under traffic and started again: the daemon
+    answers throughout, what could not be sent is counted, and traffic reaches the new VNF."""
+    daemon.call("add-switch", name="br0", mode="patch")
+    for vm in ("vm1", "vm2"):
+        daemon.call("add-port", switch="br0", name=vm,
+                    spec=f"vhost-user:server,path={workdir}/{vm}.sock")
+    daemon.call("patch", switch="br0", port1="vm1", port2="vm2")
+    receiver = testpmd("vm2", "02:00:00:00:00:02", "--forward-mode=rxonly")
+    wait_for(lambda: link_up(daemon, "vm2"), 30)
+    sender = testpmd("vm1", "02:00:00:00:00:01", "--forward-mode=txonly")
+    wait_for(lambda: daemon.port_stats("br0")["vm2"]["tx_packets"] > 100_000, 60)
+    receiver.kill()
+    receiver.wait()
+    wait_for(lambda: not link_up(daemon, "vm2"), 10)
+    lost = daemon.port_stats("br0")["vm1"]["dropped"]
+    wait_for(lambda: daemon.port_stats("br0")["vm1"]["dropped"] > lost + 10_000, 20)
+    assert daemon.call("version")["version"]
+    testpmd("vm2", "02:00:00:00:00:02", "--forward-mode=rxonly")
+    wait_for(lambda: link_up(daemon, "vm2"), 30)
+    sent = daemon.port_stats("br0")["vm2"]["tx_packets"]
+    wait_for(lambda: daemon.port_stats("br0")["vm2"]["tx_packets"] > sent + 100_000, 30)
+    stop_process(sender, sig=2)
+    stats = daemon.port_stats("br0")
+    assert_accounting(stats)
+    assert stats["vm1"]["drops"]["link_down"] + stats["vm1"]["drops"]["tx_full"] > 0
+
+
+def test_flood_of_a_million_macs(daemon: Daemon, workdir: Path) -> None:
+    """sluice-gen sends from 1,000,000 distinct source MACs into a learn switch: the table
+    fills to its limit and says so (table_full), the control socket keeps answering, and
+    every frame is counted."""
+    from gen_helpers import GEN
+
+    daemon.call("add-switch", name="br0", mode="learn", max_entries=65536)
+    for m in ("m1", "m2"):
+        daemon.call("add-port", switch="br0", name=m,
+                    spec=f"memif:role=server,socket={workdir}/{m}.sock")
+    gen = subprocess.Popen(
+        [str(GEN), "--cpu", "0",
+         "--port", f"memif:role=client,socket={workdir}/m1.sock",
+         "--port", f"memif:role=client,socket={workdir}/m2.sock",
+         "--flows", "1000000", "--vary", "mac", "--rate", "1Mpps", "--duration", "4",
+         "--out", str(workdir / "gen.json")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    slowest = 0.0
+    try:
+        while gen.poll() is None:
+            t = time.monotonic()
+            assert daemon.call("version")["version"]
+            slowest = max(slowest, time.monotonic() - t)
+            time.sleep(0.05)
+    finally:
+        stop_process(gen)
+    assert gen.returncode == 0
+    assert slowest < 1.0, slowest
+    stats = daemon.call("stats", switch="br0")["switches"][0]
+    ports = {p["name"]: p for p in stats["ports"]}
+    assert_accounting(ports)
+    assert sum(p["rx_packets"] for p in ports.values()) > 1_000_000
+    assert stats["entries"] <= 65536
+    assert stats["learn"]["table_full"] > 0, stats["learn"]
