@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 
 .PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz lint bench \
-	bench-full bench-ndr bench-quick clean help
+	bench-full bench-ndr bench-quick soak clean help
 
 all: build
 
@@ -19,6 +19,8 @@ help:
 	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes and"
 	@echo "                  IMIX, latency at loads and at 1 Mpps (hours)"
 	@echo "                  (BENCH_ARGS='--duration 2' shortens either)"
+	@echo "make soak         SOAK_SECONDS (3600) of mixed traffic, hot-plug and VNF restarts;"
+	@echo "                  checks accounting, mbuf leaks and memory (build/soak/summary.json)"
 	@echo "make clean        remove $(BUILD)/"
 
 setup:
@@ -93,6 +95,12 @@ bench-full: setup-peers build
 bench-ndr: setup-peers build
 	$(BENCH_LOCK) bin/sluice-bench ndr --scenario p2p,v2v --sizes 64,256 \
 		--switch sluice:patch,testpmd $(BENCH_ARGS)
+
+# Issue 15's soak: not part of `make test` (an hour by default).
+SOAK_SECONDS ?= 3600
+soak: setup build
+	SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -s -v -p no:cacheprovider \
+		-o timeout=$$(( $(SOAK_SECONDS) + 600 )) tests/soak/test_soak.py
 
 clean:
 	rm -rf $(BUILD)
