@@ -28,6 +28,7 @@
 
 #include "log.h"
 #include "path_policy.h"
+#include "port_afxdp.h"
 #include "fwd.h"
 #include "pool.h"
 #include "worker.h"
@@ -195,6 +196,8 @@ static int configure_device(struct port *p, char *err, size_t err_len)
 		snprintf(err, err_len, "device start failed: %s", rte_strerror(-rc));
 		return -1;
 	}
+	if (p->ps.kind == PORTSPEC_AF_XDP)
+		port_afxdp_attach(p->ethdev);
 	/* A switch port takes every frame; devices without the notion say ENOTSUP. */
 	rte_eth_promiscuous_enable(p->ethdev);
 	rte_eth_macaddr_get(p->ethdev, &p->mac);
