@@ -45,10 +45,11 @@ test-unit: build
 # a committed seed corpus in tests/fuzz/corpus/<name>/ (docs/operations.md, 'Fuzzing'):
 #   learn     the learning bridge's frame parser and table (fdb)
 #   portspec  the port-spec parser and the path policy
+#   fwd       learn mode's burst processing on real mbufs (EAL in-process, no hugepages)
 # Each runs from a copy of its corpus in $(BUILD)/fuzz/corpus/<name>/, which keeps what the
 # runs find; crashes land in $(BUILD)/fuzz/ as <name>-crash-*.
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS := learn portspec
+FUZZ_TARGETS := learn portspec fwd
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_SECONDS ?= 600
 # `make test-fuzz` (part of `make test`): this long per target, about 80 s in all.
@@ -65,6 +66,15 @@ $(FUZZ_DIR)/fuzz_portspec: tests/fuzz/fuzz_portspec.c src/portspec.c src/portspe
 		src/path_policy.c src/path_policy.h
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_portspec.c src/portspec.c src/path_policy.c -o $@
+
+FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
+FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
+
+$(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h src/fwd_learn.c src/fdb.c \
+		src/worker.c $(wildcard src/*.h)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) $(FUZZ_DPDK) tests/fuzz/fuzz_fwd.c src/fwd_learn.c src/fdb.c \
+		src/worker.c $(FUZZ_LIBS) -o $@
 
 # Runs target $$t for $(1) seconds from its corpus copy (seeds added, what it finds kept).
 fuzz_each = for t in $(FUZZ_TARGETS); do \
