@@ -46,10 +46,11 @@ test-unit: build
 #   learn     the learning bridge's frame parser and table (fdb)
 #   portspec  the port-spec parser and the path policy
 #   fwd       learn mode's burst processing on real mbufs (EAL in-process, no hugepages)
+#   rpc       the control protocol: ctl_handle_line() and every method, null and ring ports
 # Each runs from a copy of its corpus in $(BUILD)/fuzz/corpus/<name>/, which keeps what the
 # runs find; crashes land in $(BUILD)/fuzz/ as <name>-crash-*.
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS := learn portspec fwd
+FUZZ_TARGETS := learn portspec fwd rpc
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_SECONDS ?= 600
 # `make test-fuzz` (part of `make test`): this long per target, about 80 s in all.
@@ -75,6 +76,18 @@ $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h src/fwd_learn.
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $(FUZZ_DPDK) tests/fuzz/fuzz_fwd.c src/fwd_learn.c src/fdb.c \
 		src/worker.c $(FUZZ_LIBS) -o $@
+
+# The daemon but main.c (the target has its own) and unmap_guard.c (a munmap() for memif);
+# ctl.c is included by the target. port.c's GCC-only noipa attribute is no news to clang.
+FUZZ_RPC_SRC := src/ctl_methods.c src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
+		src/path_policy.c src/pool.c src/port.c src/portspec.c src/stats.c src/switch.c \
+		src/worker.c
+
+$(FUZZ_DIR)/fuzz_rpc: tests/fuzz/fuzz_rpc.c tests/fuzz/fuzz_eal.h src/ctl.c $(FUZZ_RPC_SRC) \
+		$(wildcard src/*.h)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -Wno-unknown-attributes $(FUZZ_DPDK) tests/fuzz/fuzz_rpc.c \
+		$(FUZZ_RPC_SRC) $(FUZZ_LIBS) -lpthread -o $@
 
 # Runs target $$t for $(1) seconds from its corpus copy (seeds added, what it finds kept).
 fuzz_each = for t in $(FUZZ_TARGETS); do \
