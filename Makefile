@@ -3,8 +3,8 @@ BUILD ?= build
 VENV  := .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz lint bench \
-	bench-full bench-ndr bench-quick soak clean help
+.PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz fuzz-build \
+	lint bench bench-full bench-ndr bench-quick soak clean help
 
 all: build
 
@@ -12,7 +12,9 @@ help:
 	@echo "make setup        install packages, Python venv, hugepages (scripts/setup.sh)"
 	@echo "make build        build sluiced, sluice-gen and tests into $(BUILD)/, wrappers in bin/"
 	@echo "make test         setup + build + every test (C unit tests, lint, functional tests)"
-	@echo "make fuzz         the learn-mode parser/table fuzz target for FUZZ_SECONDS (600)"
+	@echo "make test-fuzz    every libFuzzer target for FUZZ_TEST_SECONDS (20) each:"
+	@echo "                  $(FUZZ_TARGETS)"
+	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (600) each"
 	@echo "make bench-quick  sluiced patch vs dpdk-testpmd io, v2v, 64 B and 1500 B"
 	@echo "make bench        setup (with peers) + build + the default matrix (~18 min) + report"
 	@echo "make bench-ndr    NDR and PDR (MLRsearch), p2p and v2v at 64 and 256 B (~15 min)"
@@ -41,27 +43,72 @@ test: setup build
 test-unit: build
 	meson test -C $(BUILD) --print-errorlogs
 
-# libFuzzer target of the learning bridge's frame parser and table (clang, ASan, UBSan).
-FUZZ_BIN     := $(BUILD)/fuzz/fuzz_learn
+# libFuzzer targets (clang, ASan, UBSan), one per file tests/fuzz/fuzz_<name>.c, each with
+# a committed seed corpus in tests/fuzz/corpus/<name>/ (docs/operations.md, 'Fuzzing'):
+#   learn     the learning bridge's frame parser and table (fdb)
+#   portspec  the port-spec parser and the path policy
+#   fwd       learn mode's burst processing on real mbufs (EAL in-process, no hugepages)
+#   rpc       the control protocol: ctl_handle_line() and every method, null and ring ports
+# Each runs from a copy of its corpus in $(BUILD)/fuzz/corpus/<name>/, which keeps what the
+# runs find; crashes land in $(BUILD)/fuzz/ as <name>-crash-*.
+FUZZ_DIR     := $(BUILD)/fuzz
+FUZZ_TARGETS := learn portspec fwd rpc
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_SECONDS ?= 600
+# `make test-fuzz` (part of `make test`): this long per target, about 80 s in all.
+FUZZ_TEST_SECONDS ?= 20
 FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-Wall -Wextra -Werror -std=c11 -D_GNU_SOURCE -Isrc
 
-$(FUZZ_BIN): tests/fuzz/fuzz_learn.c src/fdb.c src/fdb.h src/l2parse.h src/stats.h
+$(FUZZ_DIR)/fuzz_learn: tests/fuzz/fuzz_learn.c src/fdb.c src/fdb.h src/l2parse.h src/stats.h
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $$(pkg-config --cflags libdpdk) tests/fuzz/fuzz_learn.c src/fdb.c \
 		-lrte_eal -o $@
 
-# A bounded run for `make test`; `make fuzz` runs longer. Crashes land in $(BUILD)/fuzz.
-test-fuzz: $(FUZZ_BIN)
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=30 -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ \
-		$(BUILD)/fuzz/corpus
+$(FUZZ_DIR)/fuzz_portspec: tests/fuzz/fuzz_portspec.c src/portspec.c src/portspec.h \
+		src/path_policy.c src/path_policy.h
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_portspec.c src/portspec.c src/path_policy.c -o $@
 
-fuzz: $(FUZZ_BIN)
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus
+FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
+FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
+
+FUZZ_FWD_SRC := src/fwd_learn.c src/fdb.c src/worker.c src/pool.c src/port_afpacket.c
+
+$(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC) \
+		$(wildcard src/*.h)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) $(FUZZ_DPDK) tests/fuzz/fuzz_fwd.c $(FUZZ_FWD_SRC) $(FUZZ_LIBS) -o $@
+
+# The daemon but main.c (the target has its own) and unmap_guard.c (a munmap() for memif);
+# ctl.c is included by the target. port.c's GCC-only noipa attribute is no news to clang.
+FUZZ_RPC_SRC := src/ctl_methods.c src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
+		src/path_policy.c src/pool.c src/port.c src/port_afpacket.c src/port_afxdp.c \
+		src/portspec.c src/state.c src/stats.c src/switch.c src/worker.c
+
+$(FUZZ_DIR)/fuzz_rpc: tests/fuzz/fuzz_rpc.c tests/fuzz/fuzz_eal.h src/ctl.c $(FUZZ_RPC_SRC) \
+		$(wildcard src/*.h)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -Wno-unknown-attributes $(FUZZ_DPDK) tests/fuzz/fuzz_rpc.c \
+		$(FUZZ_RPC_SRC) $(FUZZ_LIBS) -lpthread -o $@
+
+# Runs target $$t for $(1) seconds from its corpus copy (seeds added, what it finds kept).
+fuzz_each = for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$t && \
+		{ [ ! -d tests/fuzz/corpus/$$t ] || cp -n tests/fuzz/corpus/$$t/* $(FUZZ_DIR)/corpus/$$t/; } && \
+		echo "fuzz: $$t, $(1) s" && \
+		$(FUZZ_DIR)/fuzz_$$t -max_total_time=$(1) -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_DIR)/$$t- $(FUZZ_DIR)/corpus/$$t || exit 1; \
+	done
+
+fuzz-build: $(FUZZ_BINS)
+
+# A bounded run of every target for `make test`; `make fuzz` runs each for FUZZ_SECONDS.
+test-fuzz: $(FUZZ_BINS)
+	@$(call fuzz_each,$(FUZZ_TEST_SECONDS))
+
+fuzz: $(FUZZ_BINS)
+	@$(call fuzz_each,$(FUZZ_SECONDS))
 
 lint:
 	$(VENV)/bin/ruff check python tests bench

@@ -818,11 +818,13 @@ json_t *fwd_learn_fdb_json(void *state, const char *const *port_names)
 /* A port's VLAN configuration as `show` prints it. */
 static json_t *vlan_json(const struct learn *L, uint16_t port)
 {
-	json_t *trunks = json_array();
 	unsigned int v, n = 0;
+	json_t *trunks;
 
 	if (L->access_tag[port] != 0)
 		return json_pack("{ss si}", "vlan_mode", "access", "tag", L->access_tag[port]);
+	/* Made only here: an access port's answer has no list (it leaked one per `show`). */
+	trunks = json_array();
 	for (v = 0; v < LEARN_VLANS; v++)
 		if (L->member[v] & bit(port)) {
 			json_array_append_new(trunks, json_integer(v));
