@@ -123,8 +123,9 @@ def switch_keys(text: str) -> tuple[str, ...]:
             raise argparse.ArgumentTypeError(
                 f"unknown switch {name!r}: one of {', '.join(ADAPTERS)}")
         modes = ADAPTERS[name].modes
-        if mode and mode not in modes:
-            raise argparse.ArgumentTypeError(f"{name} has modes {', '.join(modes)}")
+        named = modes + ADAPTERS[name].variants
+        if mode and mode not in named:
+            raise argparse.ArgumentTypeError(f"{name} has modes {', '.join(named)}")
         keys += [f"{name}:{m}" for m in ([mode] if mode else modes)]
     return tuple(dict.fromkeys(keys))
 
