@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.bench import cli
+from sluice.bench import cli, idle
 from sluice.bench.switches import Context
 from sluice.bench.switches.sluice import Sluice
 
@@ -32,3 +32,69 @@ def test_idle_variant_keeps_the_default_sleep_and_the_forwarding_mode(tmp_path: 
     assert "busy-polls" in busy.steering() and "sleeps when idle" in idle.steering()
     learn = Sluice(ctx(tmp_path), "learn+idle")
     assert learn.learns and learn.fwd_mode == "learn"
+
+
+# A /proc/PID/stat line whose name holds a space and a parenthesis: utime 250, stime 50.
+STAT = ("4242 (lcore-worker) 1) S 1 4242 4242 0 -1 4194368 900 0 0 0 250 50 0 0 20 0 3 0 "
+        "1000 123456 789 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0")
+
+
+def test_stat_ticks_read_utime_and_stime_after_the_last_parenthesis() -> None:
+    assert idle.stat_ticks(STAT) == ("lcore-worker) 1", 300)
+    with pytest.raises(ValueError):
+        idle.stat_ticks("no parentheses here 1 2 3")
+    with pytest.raises(ValueError):
+        idle.stat_ticks("1 (short) S 1 2")
+
+
+def fake_proc(root: Path, pid: int, threads: dict[int, tuple[str, int, int]]) -> None:
+    """/proc/PID/stat (the sum of THREADS) and /proc/PID/task/TID/stat under ROOT."""
+    def line(tid: int, name: str, ut: int, st: int) -> str:
+        return f"{tid} ({name}) S 1 1 1 0 -1 0 0 0 0 0 {ut} {st} 0 0 20 0 1 0 1 1 1\n"
+    (root / str(pid) / "task").mkdir(parents=True, exist_ok=True)
+    (root / str(pid) / "stat").write_text(line(pid, "sluiced", sum(t[1] for t in
+                                                                    threads.values()),
+                                               sum(t[2] for t in threads.values())))
+    for tid, (name, ut, st) in threads.items():
+        (root / str(pid) / "task" / str(tid)).mkdir(exist_ok=True)
+        (root / str(pid) / "task" / str(tid) / "stat").write_text(line(tid, name, ut, st))
+
+
+def test_read_sums_the_process_and_lists_its_threads(tmp_path: Path) -> None:
+    fake_proc(tmp_path, 7, {7: ("sluiced", 10, 5), 8: ("lcore-worker-1", 100, 20)})
+    r = idle.read([7], tmp_path)
+    assert r is not None and r.ticks == 135
+    assert r.threads == {7: ("sluiced", 15), 8: ("lcore-worker-1", 120)}
+    assert idle.read([7, 99], tmp_path) is None          # a process that is gone
+
+
+def test_cpu_between_is_percent_of_one_core_per_process_and_thread() -> None:
+    before = idle.Reading(100.0, 1000, {1: ("main", 10), 2: ("lcore-worker-1", 990)})
+    after = idle.Reading(110.0, 1040, {1: ("main", 11), 2: ("lcore-worker-1", 1020),
+                                       3: ("new", 9)})
+    got = idle.cpu_between(before, after, 100)
+    # 40 ticks of 10 ms in 10 s: 0.4 s, 4 % of a core.
+    assert got["wall_s"] == 10.0 and got["cpu_s"] == 0.4 and got["percent"] == 4.0
+    assert [(t["name"], t["percent"]) for t in got["threads"]] == [
+        ("lcore-worker-1", 3.0), ("new", 0.9), ("main", 0.1)]
+    assert idle.percent(100, 1.0, 100) == 100.0 and idle.percent(5, 0.0, 100) == 0.0
+
+
+def rec(key: str, pct: float, threads: dict[str, float], trial: int = 0) -> dict:
+    return {"switch": key, "trial": trial, "percent": pct, "wall_s": 10.0,
+            "threads": [{"tid": i, "name": n, "percent": p}
+                        for i, (n, p) in enumerate(threads.items())]}
+
+
+def test_summarize_takes_the_median_spread_and_thread_shares_per_switch() -> None:
+    recs = [rec("sluice:patch+idle", 3.0, {"lcore-worker-1": 2.8, "sluiced": 0.2}),
+            rec("testpmd:io", 99.0, {"lcore-worker-1": 99.0}),
+            rec("sluice:patch+idle", 4.0, {"lcore-worker-1": 3.9}, 1),
+            rec("sluice:patch+idle", 2.0, {"lcore-worker-1": 1.6, "sluiced": 0.4}, 2)]
+    sl, tp = idle.summarize(recs)
+    assert sl["switch"] == "sluice:patch+idle" and tp["switch"] == "testpmd:io"
+    assert (sl["median"], sl["min"], sl["max"], sl["trials"]) == (3.0, 2.0, 4.0, 3)
+    # A thread missing from a trial counts 0 % there.
+    assert sl["threads"] == [("lcore-worker-1", 2.8), ("sluiced", 0.2)]
+    assert idle.by_name([{"name": "handler", "percent": 0.5},
+                         {"name": "handler", "percent": 0.25}]) == {"handler": 0.75}
