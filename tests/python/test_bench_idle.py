@@ -4,11 +4,14 @@ fields, and the report's 'Idle CPU and idle-sleep latency' section."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
 
-from sluice.bench import cli, idle
+from sluice.bench import cli, idle, report, report_idle
+from sluice.bench.runner import Settings
+from sluice.bench.schema import Row, append_rows
 from sluice.bench.switches import Context
 from sluice.bench.switches.sluice import Sluice
 
@@ -98,3 +101,75 @@ def test_summarize_takes_the_median_spread_and_thread_shares_per_switch() -> Non
     assert sl["threads"] == [("lcore-worker-1", 2.8), ("sluiced", 0.2)]
     assert idle.by_name([{"name": "handler", "percent": 0.5},
                          {"name": "handler", "percent": 0.25}]) == {"handler": 0.75}
+
+
+def lat_row(key: str, p50: float, p99: float, trial: int = 0, placement: str = "near",
+            load: float = 0.10) -> Row:
+    """A p2p/memif latency row of KEY at LOAD of R+ (nanoseconds)."""
+    switch, mode = key.split(":")
+    return Row(switch=switch, mode=mode, key=key, scenario="p2p", phy="memif", vnf="",
+               size=64, direction="uni", trial=trial, placement=placement,
+               method="latency", rx_pps=1e6, tx_pps=1e6, loss=0.0, oversubscribed=False,
+               generator_bound=False, kernel_path=False, latency_kind="loads",
+               latency_load=load, asked_pps=1.2e6, rplus_pps=12e6,
+               latency_ns={"p50": p50, "p99": p99, "mean": p50 + 500, "count": 1000.0})
+
+
+def test_latency_table_gives_each_variant_and_what_the_idle_sleep_adds() -> None:
+    rows = [lat_row(idle.IDLE_KEY, 9000, 30000), lat_row(idle.BUSY_KEY, 6000, 20000),
+            lat_row(idle.IDLE_KEY, 11000, 50000, trial=1, placement="far"),
+            lat_row(idle.BUSY_KEY, 1000, 1000, load=0.5)]         # another load: left out
+    h, lines = report_idle.latency_table(rows)
+    assert h[3:5] == ["p50 us", "p99 us"]
+    assert lines[0][:2] == [idle.IDLE_KEY, "sleeps when idle"]
+    assert lines[0][2:] == ["1.200", "9.0", "30.0", "9.5", "near", "1"]   # near preferred
+    assert lines[1][0] == idle.BUSY_KEY and lines[1][3:5] == ["6.0", "20.0"]
+    assert lines[2][0] == "added by the idle sleep" and "met" in lines[2][1]
+    assert lines[2][3:7] == ["+3.0", "+10.0", "+3.0", "near"]
+    # One variant only: no difference line.
+    _, lines = report_idle.latency_table(rows[:1])
+    assert len(lines) == 1
+
+
+def test_cpu_table_marks_the_goal_for_the_idle_sluice_only() -> None:
+    recs = [rec(idle.IDLE_KEY, 6.5, {"lcore-worker-1": 6.0, "sluiced": 0.5}),
+            rec("testpmd:io", 99.5, {"lcore-worker-1": 99.5, "eal-intr-thread": 0.0})]
+    _, lines = report_idle.cpu_table(recs, [{"switch": "ovs-dpdk:normal", "scenario": "v2v",
+                                             "reason": "not installed"}])
+    assert lines[0] == [idle.IDLE_KEY, "6.50", "6.50-6.50", "1 x 10",
+                        "lcore-worker-1 6.00, sluiced 0.50", "< 5 %: not met"]
+    assert lines[1][0] == "testpmd:io" and lines[1][4] == "lcore-worker-1 99.50"
+    assert lines[1][5] == ""
+    assert lines[2][0] == "ovs-dpdk:normal" and "not installed" in lines[2][4]
+
+
+def test_report_of_an_idle_run_alone_and_inside_a_run(tmp_path: Path) -> None:
+    sub = tmp_path / "idle"
+    sub.mkdir()
+    (sub / idle.CPU_FILE).write_text(
+        json.dumps(rec(idle.IDLE_KEY, 2.0, {"lcore-worker-1": 1.9})) + "\n")
+    append_rows(sub / "results.jsonl", [lat_row(idle.IDLE_KEY, 9000, 30000),
+                                        lat_row(idle.BUSY_KEY, 6000, 20000)])
+    (sub / "manifest.json").write_text(json.dumps({"skipped": [], "kernel": "k"}))
+    text = report.write(tmp_path).read_text()
+    assert "## Idle CPU and idle-sleep latency" in text and "< 5 %: met" in text
+    assert "added by the idle sleep" in text and "## Environment" in text
+    assert "Summary" not in text                      # an idle run alone: no empty tables
+    assert "Idle CPU" in (tmp_path / "report.html").read_text()
+    # Inside a run: the idle sections beside the others.
+    append_rows(tmp_path / "results.jsonl", [lat_row("testpmd:io", 5000, 9000)])
+    text = report.write(tmp_path).read_text()
+    assert "Summary" in text and "## Idle CPU and idle-sleep latency" in text
+    assert report_idle.sections(tmp_path / "nothing") == []
+
+
+def test_stage_settings_plan_one_alternation_then_latency_at_a_tenth(tmp_path: Path) -> None:
+    base = Settings(units=(), switches=(), trials=2, duration=8, window=1, settle=0.3,
+                    warmup=1, cooldown=0, switch_cpu=1, gen_cpu=0, allow_shared_cpu=False,
+                    baseline="testpmd", out=tmp_path, repo=tmp_path)
+    s = idle.stage_settings(base, idle.IdleSettings(latency_trials=2))
+    assert s.out == tmp_path / "idle" and s.loads == (0.10,)
+    (scn, sizes), = s.units
+    assert (scn.label(), sizes, s.switches) == ("p2p/memif uni", (64,), (idle.IDLE_KEY,
+                                                                    idle.BUSY_KEY))
+    assert idle.stage_settings(base, idle.IdleSettings(latency=False)).latency == ()
