@@ -82,8 +82,9 @@ CPU_TEXT = (
     "Each switch with two vhost-user ports and no traffic, alone on the machine (the others "
     "SIGSTOPped): the CPU time of its processes (utime + stime from /proc/PID/stat) over "
     "each trial, as % of one core (100: one CPU busy all the time), and per thread from "
-    "/proc/PID/task/*/stat (DPDK names the forwarding lcore lcore-worker-N; OVS's is "
-    "pmd-c01/...). Trials take the switches in turn. sluice:patch+idle is sluiced with its "
+    "/proc/PID/task/*/stat (DPDK 22.11 names a forwarding lcore rte-worker-N, sluiced's "
+    "and testpmd's alike; OVS's is pmd-c01/...). Trials take the switches in turn. "
+    "sluice:patch+idle is sluiced with its "
     "default adaptive idle sleep (--idle-sleep-us 50: spin 200 us after the last packet, "
     "then sleep 1 us, doubling up to 50 us); the goal is under 5 % of a core. Busy-polling "
     "peers use about 100 %.")
