@@ -120,12 +120,13 @@ def test_latency_table_gives_each_variant_and_what_the_idle_sleep_adds() -> None
             lat_row(idle.IDLE_KEY, 11000, 50000, trial=1, placement="far"),
             lat_row(idle.BUSY_KEY, 1000, 1000, load=0.5)]         # another load: left out
     h, lines = report_idle.latency_table(rows)
-    assert h[3:5] == ["p50 us", "p99 us"]
+    assert h[5:7] == ["p50 us", "p99 us"]
     assert lines[0][:2] == [idle.IDLE_KEY, "sleeps when idle"]
-    assert lines[0][2:] == ["1.200", "9.0", "30.0", "9.5", "near", "1"]   # near preferred
-    assert lines[1][0] == idle.BUSY_KEY and lines[1][3:5] == ["6.0", "20.0"]
+    assert lines[0][2:] == ["1.200", "1.000", "0.00 %", "9.0", "30.0", "9.5", "near",
+                            "1"]                                   # near preferred
+    assert lines[1][0] == idle.BUSY_KEY and lines[1][5:7] == ["6.0", "20.0"]
     assert lines[2][0] == "added by the idle sleep" and "met" in lines[2][1]
-    assert lines[2][3:7] == ["+3.0", "+10.0", "+3.0", "near"]
+    assert lines[2][5:9] == ["+3.0", "+10.0", "+3.0", "near"]
     # One variant only: no difference line.
     _, lines = report_idle.latency_table(rows[:1])
     assert len(lines) == 1
