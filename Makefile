@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 
 .PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz fuzz-build \
-	lint bench bench-full bench-ndr bench-quick soak clean help
+	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help
 
 all: build
 
@@ -17,6 +17,8 @@ help:
 	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (600) each"
 	@echo "make bench-quick  sluiced patch vs dpdk-testpmd io, v2v, 64 B and 1500 B"
 	@echo "make bench        setup (with peers) + build + the default matrix (~18 min) + report"
+	@echo "make bench-idle   idle CPU of sluiced (idle sleep), testpmd and OVS-DPDK, 3 x 10 s"
+	@echo "                  each, and what the idle sleep adds at 0.10 of R+ (~3 min)"
 	@echo "make bench-ndr    NDR and PDR (MLRsearch), p2p and v2v at 64 and 256 B (~15 min)"
 	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes and"
 	@echo "                  IMIX, latency at loads and at 1 Mpps (hours)"
@@ -129,7 +131,13 @@ BENCH_ARGS += $(if $(VPP_PREFIX),--vpp-prefix $(VPP_PREFIX))
 
 bench: setup-peers build
 	$(BENCH_LOCK) bin/sluice-bench run --matrix default --duration 8 --latency-duration 4 \
-		--min-near 3 --budget 120 $(BENCH_ARGS)
+		--min-near 3 --budget 120 --idle-trials 1 $(BENCH_ARGS)
+
+# Issue 15: an idle switch's CPU (median of 3 x 10 s each) and the latency sluiced's idle
+# sleep adds at 0.10 of R+; `make bench` runs the same stage with one trial each.
+IDLE_ARGS ?=
+bench-idle: setup-peers build
+	$(BENCH_LOCK) bin/sluice-bench idle --trials 3 --seconds 10 --latency-trials 2 $(IDLE_ARGS)
 
 bench-full: setup-peers build
 	$(BENCH_LOCK) bin/sluice-bench run \

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sluice.bench import arrange, scenarios, sweep, vnfs
+from sluice.bench import arrange, idle, scenarios, sweep, vnfs
 from sluice.bench.runner import Runner, Settings
 from sluice.bench.scenarios import Scenario
 from sluice.bench.stats import IMIX
@@ -123,8 +123,9 @@ def switch_keys(text: str) -> tuple[str, ...]:
             raise argparse.ArgumentTypeError(
                 f"unknown switch {name!r}: one of {', '.join(ADAPTERS)}")
         modes = ADAPTERS[name].modes
-        if mode and mode not in modes:
-            raise argparse.ArgumentTypeError(f"{name} has modes {', '.join(modes)}")
+        named = modes + ADAPTERS[name].variants
+        if mode and mode not in named:
+            raise argparse.ArgumentTypeError(f"{name} has modes {', '.join(named)}")
         keys += [f"{name}:{m}" for m in ([mode] if mode else modes)]
     return tuple(dict.fromkeys(keys))
 
@@ -319,6 +320,74 @@ def run_sockets(args: argparse.Namespace) -> int:
     return 0 if rows else 1
 
 
+def add_idle(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The `idle` subcommand: idle CPU and the idle sleep's latency (docs/bench.md)."""
+    p = sub.add_parser(
+        "idle", help="an idle switch's CPU, and the latency sluiced's idle sleep adds",
+        description="Each switch with two vhost-user ports and no traffic, alone: its "
+                    "processes' CPU (utime+stime from /proc, per thread too) over --seconds, "
+                    "as %% of one core, --trials times round-robin; then p2p/memif 64 B "
+                    "round trips at 0.10 of R+ through sluiced with its default idle sleep "
+                    "(sluice:patch+idle) and busy-polling (sluice:patch), in one run. "
+                    "Results under OUT/idle/; the report gets 'Idle CPU and idle-sleep "
+                    "latency'.")
+    p.add_argument("--switch", type=switch_keys, default=idle.DEFAULT_CPU_SWITCHES,
+                   help="switches whose idle CPU is measured (default "
+                        f"{','.join(idle.DEFAULT_CPU_SWITCHES)}; unavailable ones are "
+                        "skipped with a note)")
+    p.add_argument("--seconds", type=float, default=10.0,
+                   help="length of one idle-CPU trial (default 10)")
+    p.add_argument("--trials", type=int, default=3,
+                   help="idle-CPU trials per switch (default 3)")
+    p.add_argument("--latency-trials", type=int, default=1,
+                   help="latency trials per sluice variant, 0 for none (default 1)")
+    p.add_argument("--latency-duration", type=float, default=4.0,
+                   help="seconds of each latency trial, the first not counted (default 4)")
+    p.add_argument("--switch-cpu", type=int, default=1,
+                   help="CPU of every switch's forwarding thread (default 1)")
+    p.add_argument("--gen-cpu", type=int, default=0,
+                   help="CPU of sluice-gen and the switches' control threads (default 0)")
+    p.add_argument("--gen", type=Path, default=None, help="the sluice-gen to use")
+    p.add_argument("--placement-monitor", type=Path, default=None,
+                   help="the vCPU-placement monitor (default bin/sluice-placement)")
+    p.add_argument("--vpp-prefix", type=Path, default=None, metavar="DIR",
+                   help="the VPP install, when --switch names vpp")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results directory (default bench/results/<UTC timestamp>/)")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write report.md and report.html at the end")
+
+
+def idle_base(args: argparse.Namespace) -> Settings:
+    """The settings the idle stage takes its CPUs, tools and output directory from."""
+    return Settings(units=(), switches=(), trials=1, duration=0.0, window=1.0, settle=0.3,
+                    warmup=1.0, cooldown=0.0, switch_cpu=args.switch_cpu,
+                    gen_cpu=args.gen_cpu, allow_shared_cpu=False, baseline="",
+                    out=args.out or default_out(), repo=REPO, gen=args.gen,
+                    monitor=args.placement_monitor, switch_options=switch_options(args))
+
+
+def run_idle(args: argparse.Namespace) -> int:
+    """`sluice-bench idle`."""
+    if args.seconds < 1 or args.trials < 1 or args.latency_duration < 2:
+        print(f"{PROG}: --seconds and --latency-duration need at least 1 and 2 s, --trials "
+              "at least 1", file=sys.stderr)
+        return 2
+    base = idle_base(args)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    sub = idle.run(base, idle.IdleSettings(
+        cpu_switches=args.switch, seconds=args.seconds, trials=args.trials,
+        latency=args.latency_trials > 0, latency_trials=max(args.latency_trials, 1),
+        latency_duration=args.latency_duration), lambda m: print(m, file=sys.stderr))
+    print(f"results: {sub}")
+    if not args.no_report:
+        from sluice.bench import report
+        path = report.write(base.out)
+        print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0 if idle.load_cpu(base.out) else 1
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     ap = argparse.ArgumentParser(
@@ -336,6 +405,7 @@ def make_parser() -> argparse.ArgumentParser:
                "  sluice-bench sweep --param chain --values 1,2,3 --switch sluice:patch\n"
                "  sluice-bench run --scenario loopback-1 --vnf l2fwd --allow-shared-cpu\n"
                "  sluice-bench sockets --api udp,raw --batch 1,32 --sizes 64 --duration 10\n"
+               "  sluice-bench idle --trials 3 --seconds 10\n"
                "  sluice-bench report bench/results/20261122T174500Z\n")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run a matrix of scenarios, switches and sizes",
@@ -361,6 +431,10 @@ def make_parser() -> argparse.ArgumentParser:
                           "1500 B, loopback-1 and -3 at 64 B, one way; latency at three loads "
                           "for p2p and at 1 Mpps for the v2v round trip); overrides "
                           "--scenario, --phy, --direction, --sizes, --pairs and --latency")
+    run.add_argument("--idle-trials", type=int, default=0, metavar="N",
+                     help="after the matrix, the idle stage of `sluice-bench idle` with N "
+                          "idle-CPU trials of 10 s per switch and one latency trial per "
+                          "sluice variant (make bench: 1, about a minute); default 0: none")
     sw = sub.add_parser("sweep", help="one parameter through a list of values, a curve per "
                                       "switch",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -428,6 +502,7 @@ def make_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("b", help="switch B (the baseline), e.g. testpmd")
     add_common(cmp_)
     add_sockets(sub)
+    add_idle(sub)
     rep = sub.add_parser("report", help="write report.md and report.html for a results dir",
                          description="Read DIR/results.jsonl and DIR/manifest.json; write "
                                      "DIR/report.md, DIR/report.html and figures.")
@@ -592,6 +667,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_ndr(args)
     if args.command == "sockets":
         return run_sockets(args)
+    if args.command == "idle":
+        return run_idle(args)
     if args.command == "compare":
         keys, baseline = compare_keys(args)
         args.trials = max(args.trials, 2)
@@ -631,6 +708,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"results: {s.out / 'results.jsonl'} ({len(rows)} rows), manifest: "
           f"{s.out / 'manifest.json'}")
+    if getattr(args, "idle_trials", 0) > 0:
+        idle.run(s, idle.IdleSettings(trials=args.idle_trials),
+                 lambda m: print(m, file=sys.stderr))
     if not args.no_report and rows:
         from sluice.bench import report
         path = report.write(s.out)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import published, report_hops, report_latency, report_sweep
+from sluice.bench import published, report_hops, report_idle, report_latency, report_sweep
 from sluice.bench.schema import Row, best_label, load_rows
 from sluice.bench.stats import gbps, spread
 
@@ -193,10 +193,12 @@ def chain_figure(table: Sequence[dict[str, Any]], dest: Path) -> str | None:
     return "chain"
 
 
-def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]) -> list[
-        tuple[str, str, list[str], list[list[str]] | None]]:
+def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str],
+             idle: Sequence[tuple[str, str, list[str], list[list[str]] | None]] = ()
+             ) -> list[tuple[str, str, list[str], list[list[str]] | None]]:
     """The report as (heading, paragraph, table headers, table lines or None) sections,
-    rendered to Markdown and HTML alike."""
+    rendered to Markdown and HTML alike; IDLE: the idle sections (report_idle), after the
+    latency ones."""
     tput = throughput_table(rows)
     ratios = ratio_table(rows)
     baseline = str((manifest.get("settings") or {}).get("baseline", "testpmd"))
@@ -246,6 +248,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
     out += report_latency.sections(rows)
     out += report_latency.search_sections(rows)
     out += report_latency.echo_sections(rows)
+    out += idle
     out += report_sweep.sections(rows)
     out += report_hops.sections(rows)
     out += published.sections(rows, baseline)
@@ -373,7 +376,13 @@ def write(d: Path) -> Path:
     if lat:
         figs["latency CDF"] = lat
     title = f"sluice-bench report: {d.name}"
-    secs = sections(rows, manifest, figs)
+    idle = report_idle.sections(d)
+    if idle and not rows:
+        # `sluice-bench idle` alone: its sections and the environment of its manifest.
+        secs = [*idle, ("Environment", "", ["item", "value"],
+                        env_lines(manifest or report_idle.manifest(d)))]
+    else:
+        secs = sections(rows, manifest, figs, idle)
     (d / "report.md").write_text(render_md(secs, title))
     (d / "report.html").write_text(render_html(secs, title))
     return d / "report.md"

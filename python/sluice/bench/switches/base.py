@@ -80,10 +80,15 @@ class Switch(ABC):
     learning_modes: ClassVar[tuple[str, ...]] = ()
     # The modes that flood a broadcast to every other port (the fanout scenario needs one).
     flooding_modes: ClassVar[tuple[str, ...]] = ()
+    # Variants of the modes that run only when named (NAME:VARIANT): a bare NAME on the
+    # command line means every mode, never these (sluice's patch+idle, a worker that sleeps
+    # when idle, is measured apart: sluice-bench idle).
+    variants: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: Context, mode: str) -> None:
-        if mode not in self.modes:
-            raise ValueError(f"{self.name}: mode {mode!r} not one of {self.modes}")
+        if mode not in self.modes + self.variants:
+            raise ValueError(f"{self.name}: mode {mode!r} not one of "
+                             f"{self.modes + self.variants}")
         self.ctx = ctx
         self.mode = mode
         self.topology: Topology | None = None

@@ -3,7 +3,10 @@
 Mode `patch` cross-connects the topology's pairs (`sluicectl patch`); mode `learn` puts all
 ports in one learning bridge and is offered only when the daemon accepts
 `add-switch --mode learn`. The worker is pinned to the switch CPU, the control thread to
-the generator's CPU, where it sleeps on its socket.
+the generator's CPU, where it sleeps on its socket. The worker busy-polls
+(`--idle-sleep-us 0`) as its peers do; the variants `patch+idle` and `learn+idle` (named
+only, never run by a bare `sluice`) keep the daemon's default adaptive idle sleep, for
+`sluice-bench idle`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from sluice.bench.switches.base import Context, Link, Switch, Topology
 from sluice.rpc import RpcClient, RpcError
 
 BRIDGE = "bench"
+IDLE_SUFFIX = "+idle"     # a variant that keeps sluiced's default idle sleep
 
 
 def sluiced_path(repo: Path) -> Path:
@@ -29,9 +33,10 @@ class Sluice(Switch):
     """sluiced in patch or learn mode."""
 
     name = "sluice"
-    learning_modes = ("learn",)
+    learning_modes = ("learn", "learn+idle")
     modes = ("patch", "learn")
-    flooding_modes = ("learn",)
+    variants = ("patch+idle", "learn+idle")
+    flooding_modes = ("learn", "learn+idle")
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
@@ -39,6 +44,9 @@ class Sluice(Switch):
         self.prefix = f"{ctx.tag}sl"
         self.socket = ctx.work / "sluiced.sock"
         self.log = ctx.work / "sluiced.log"
+        # The forwarding mode (patch, learn) and whether the worker sleeps when idle.
+        self.fwd_mode = mode.removesuffix(IDLE_SUFFIX)
+        self.idle_sleep = mode.endswith(IDLE_SUFFIX)
 
     @classmethod
     def available(cls, repo: Path) -> str | None:
@@ -56,12 +64,14 @@ class Sluice(Switch):
     def _daemon(self, topo: Topology) -> None:
         cmd = [str(sluiced_path(self.ctx.repo)), "--socket", str(self.socket), "--file-prefix",
                self.prefix, "--main-cpu", str(self.ctx.ctl_cpu), "--worker-cpus",
-               str(self.ctx.switch_cpu), "--log-level", "warning",
-               # The worker has the switch CPU to itself, as in an NFV deployment: it
-               # busy-polls like testpmd, OVS-DPDK's PMDs and VPP's workers, instead of
-               # napping when idle (the daemon's default, which costs the first frame after
-               # a pause its wake-up: 57 us mean in the 1000 pps echo test here).
-               "--idle-sleep-us", "0"]
+               str(self.ctx.switch_cpu), "--log-level", "warning"]
+        if not self.idle_sleep:
+            # The worker has the switch CPU to itself, as in an NFV deployment: it
+            # busy-polls like testpmd, OVS-DPDK's PMDs and VPP's workers, instead of
+            # napping when idle (the daemon's default, which costs the first frame after
+            # a pause its wake-up: 57 us mean in the 1000 pps echo test here). The +idle
+            # variants keep the default (--idle-sleep-us 50).
+            cmd += ["--idle-sleep-us", "0"]
         if "burst" in self.ctx.extra:
             cmd += ["--burst", self.ctx.extra["burst"]]
         if topo.netns:
@@ -87,9 +97,9 @@ class Sluice(Switch):
     def start(self, topo: Topology) -> None:
         self._daemon(topo)
         with RpcClient(str(self.socket), timeout=30) as rpc:
-            rpc.call("add-switch", name=BRIDGE, mode=self.mode)
+            rpc.call("add-switch", name=BRIDGE, mode=self.fwd_mode)
             self.topology = self._add_ports(rpc, topo)
-            if self.mode == "patch":
+            if self.fwd_mode == "patch":
                 for a, b in topo.pairs:
                     rpc.call("patch", switch=BRIDGE, port1=topo.links[a].name,
                              port2=topo.links[b].name)
@@ -116,11 +126,11 @@ class Sluice(Switch):
         return [Poller("sluiced worker", self.ctx.switch_cpu)]
 
     def steering(self) -> str:
-        if self.mode == "patch":
-            return ("sluiced patch: each pair of ports cross-connected (sluicectl patch); "
-                    "worker busy-polls (--idle-sleep-us 0)")
-        return ("sluiced learn: all ports in one learning bridge (MAC learning, flooding); "
-                "worker busy-polls (--idle-sleep-us 0)")
+        poll = ("worker sleeps when idle (default --idle-sleep-us 50)" if self.idle_sleep
+                else "worker busy-polls (--idle-sleep-us 0)")
+        if self.fwd_mode == "patch":
+            return f"sluiced patch: each pair of ports cross-connected (sluicectl patch); {poll}"
+        return f"sluiced learn: all ports in one learning bridge (MAC learning, flooding); {poll}"
 
     def cycles(self) -> tuple[int, int] | None:
         try:
