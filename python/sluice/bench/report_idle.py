@@ -88,7 +88,8 @@ CPU_TEXT = (
     "and testpmd's alike; OVS's is pmd-c01/...). Trials take the switches in turn. "
     "sluice:patch+idle is sluiced with its "
     "default adaptive idle sleep (--idle-sleep-us 50: spin 200 us after the last packet, "
-    "then sleep 1 us, doubling up to 50 us); the goal is under 5 % of a core. Busy-polling "
+    "then sleep 1 us, doubling up to 50 us, and up to 1 ms after 100 ms without a packet); "
+    "the goal is under 5 % of a core. Busy-polling "
     "peers use about 100 %.")
 
 LATENCY_TEXT = (
