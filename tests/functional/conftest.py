@@ -10,6 +10,7 @@ import contextlib
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -51,9 +52,14 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
 
 
 def remove_hugepage_files(prefix: str) -> None:
+    """Removes what a DPDK process of PREFIX (ours, ended) leaves: its hugepage files and
+    its runtime directory (/var/run/dpdk/PREFIX: config, sockets of the multi-process
+    channel, telemetry)."""
     for f in glob.glob(f"/dev/hugepages/{prefix}map_*"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f)
+    if prefix and "/" not in prefix:
+        shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
 
 
 def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
