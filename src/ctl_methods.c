@@ -16,6 +16,8 @@
 #include <rte_version.h>
 
 #include "ctl.h"
+#include "ctl_flow.h"
+#include "fwd_flow.h"
 #include "fwd_learn.h"
 #include "log.h"
 #include "pool.h"
@@ -84,14 +86,6 @@ static json_t *fail(struct ctl_error *e, int code, const char *fmt, ...)
 
 /* ---- parameters ---- */
 
-enum param_type { P_STRING, P_NAME, P_UINT, P_BOOL };
-
-struct param {
-	const char *key;
-	enum param_type type;
-	bool required;
-};
-
 /* Checks PARAMS against DEFS (NULL-key terminated): no unknown key, types, names. */
 static int check_params(json_t *params, const struct param *defs, struct ctl_error *e)
 {
@@ -117,10 +111,12 @@ static int check_params(json_t *params, const struct param *defs, struct ctl_err
 			continue;
 		}
 		if (d->type == P_UINT ? !json_is_integer(v) || json_integer_value(v) < 0
-		    : d->type == P_BOOL ? !json_is_boolean(v) : !json_is_string(v)) {
+		    : d->type == P_BOOL ? !json_is_boolean(v)
+		    : d->type == P_ARRAY ? !json_is_array(v) : !json_is_string(v)) {
 			fail(e, CTL_INVALID_PARAMS, "parameter '%s' must be %s", d->key,
 			     d->type == P_UINT ? "a non-negative integer"
-			     : d->type == P_BOOL ? "true or false" : "a string");
+			     : d->type == P_BOOL ? "true or false"
+			     : d->type == P_ARRAY ? "an array" : "a string");
 			return -1;
 		}
 		if (d->type == P_NAME) {
@@ -174,6 +170,28 @@ static struct port *find_port(struct sw *s, json_t *params, const char *key,
 	return NULL;
 }
 
+json_t *ctl_fail(struct ctl_error *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+	utf8_trim_cut(e->message);
+	return NULL;
+}
+
+int ctl_check_params(json_t *params, const struct param *defs, struct ctl_error *e)
+{
+	return check_params(params, defs, e);
+}
+
+struct sw *ctl_find_switch(json_t *params, const char *key, struct ctl_error *e)
+{
+	return find_switch(params, key, e);
+}
+
 /* ---- JSON views ---- */
 
 static const char *port_peer_name(const struct port *p)
@@ -195,8 +213,9 @@ static json_t *port_json(struct port *p)
 
 	port_refresh_link(p);
 	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
-	return json_pack("{ss ss si si ss ss ss si ss so ss si}",
+	return json_pack("{ss ss si si si ss ss ss si ss so ss si}",
 			 "name", p->name, "switch", p->sw->name, "id", p->id,
+			 "ofport", (int)p->sw_index + 1,
 			 "generation", (json_int_t)p->generation, "spec", p->spec,
 			 "kind", portspec_kind_name(p->ps.kind), "device", p->ps.devname,
 			 "ethdev", p->ethdev == PORT_NO_ETHDEV ? -1 : (int)p->ethdev, "link", port_link_is_up(p) ? "up" : "down",
@@ -373,11 +392,12 @@ static json_t *m_add_switch(json_t *params, struct ctl_error *e)
 		return fail(e, CTL_EXISTS, "a switch named '%s' exists", str(params, "name"));
 	if (fwd_find(mode) == NULL)
 		return fail(e, CTL_INVALID_PARAMS, "unknown mode '%s' (this release has: patch, "
-			    "learn)", mode);
-	if (strcmp(mode, "learn") != 0 && (json_object_get(params, "aging") != NULL ||
+			    "learn, flow)", mode);
+	/* A flow switch's `normal` action is a learning bridge: it takes the same settings. */
+	if (strcmp(mode, "patch") == 0 && (json_object_get(params, "aging") != NULL ||
 					   json_object_get(params, "max_entries") != NULL))
 		return fail(e, CTL_INVALID_PARAMS, "'aging' and 'max_entries' apply to learn "
-			    "mode only");
+			    "and flow modes only");
 	if (check_learn_params(params, e) != 0)
 		return NULL;
 	s = sw_create(str(params, "name"), mode, params, err, sizeof(err));
@@ -798,13 +818,19 @@ static json_t *m_clear_stats(json_t *params, struct ctl_error *e)
 
 /* ---- learn mode: set-switch, set-port, fdb-* ---- */
 
+/* The learning bridge of S: itself in learn mode, the `normal` action's in flow mode. */
+static void *learn_of(struct sw *s)
+{
+	return s->ops == &fwd_flow_ops ? fwd_flow_learn(s->fwd) : s->fwd;
+}
+
 static struct sw *find_learn_switch(json_t *params, struct ctl_error *e)
 {
 	struct sw *s = find_switch(params, "switch", e);
 
-	if (s != NULL && s->ops != &fwd_learn_ops) {
+	if (s != NULL && s->ops != &fwd_learn_ops && s->ops != &fwd_flow_ops) {
 		fail(e, CTL_WRONG_STATE, "switch '%s' is in %s mode; this applies to learn "
-		     "switches", s->name, s->ops->mode);
+		     "switches (and to flow switches' normal action)", s->name, s->ops->mode);
 		return NULL;
 	}
 	return s;
@@ -827,11 +853,11 @@ static json_t *m_set_switch(json_t *params, struct ctl_error *e)
 		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: aging, "
 			    "forward_reserved)");
 	/* check_learn_params() checked aging's range, so nothing below can fail half-way. */
-	if (aging != NULL && fwd_learn_set_aging(s->fwd, (uint32_t)json_integer_value(aging),
+	if (aging != NULL && fwd_learn_set_aging(learn_of(s), (uint32_t)json_integer_value(aging),
 						 err, sizeof(err)) != 0)
 		return fail(e, CTL_INVALID_PARAMS, "%s", err);
 	if (reserved != NULL)
-		fwd_learn_set_forward_reserved(s->fwd, json_is_true(reserved));
+		fwd_learn_set_forward_reserved(learn_of(s), json_is_true(reserved));
 	return json_object();
 }
 
@@ -925,11 +951,11 @@ static json_t *m_set_port(json_t *params, struct ctl_error *e)
 		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: vlan_mode, tag, "
 			    "trunks, learn_limit, storm_pps)");
 	if (rc == 0)
-		fwd_learn_set_vlan(s->fwd, p->sw_index, &cfg);
+		fwd_learn_set_vlan(learn_of(s), p->sw_index, &cfg);
 	if (limit != NULL)
-		fwd_learn_set_limit(s->fwd, p->sw_index, (uint32_t)json_integer_value(limit));
+		fwd_learn_set_limit(learn_of(s), p->sw_index, (uint32_t)json_integer_value(limit));
 	if (storm != NULL)
-		fwd_learn_set_storm(s->fwd, p->sw_index, (uint32_t)json_integer_value(storm));
+		fwd_learn_set_storm(learn_of(s), p->sw_index, (uint32_t)json_integer_value(storm));
 	return json_object();
 }
 
@@ -975,7 +1001,7 @@ static json_t *m_fdb_add(json_t *params, struct ctl_error *e)
 	if (!rte_is_unicast_ether_addr(&mac) || rte_is_zero_ether_addr(&mac))
 		return fail(e, CTL_INVALID_PARAMS, "'mac': a table entry is for one station: a "
 			    "unicast, non-zero address");
-	if (fwd_learn_fdb_add(s->fwd, mac.addr_bytes, vlan, p->sw_index, err, sizeof(err)) != 0)
+	if (fwd_learn_fdb_add(learn_of(s), mac.addr_bytes, vlan, p->sw_index, err, sizeof(err)) != 0)
 		return fail(e, CTL_LIMIT, "%s", err);
 	return json_object();
 }
@@ -992,7 +1018,7 @@ static json_t *m_fdb_del(json_t *params, struct ctl_error *e)
 	if (check_params(params, defs, e) != 0 || (s = find_learn_switch(params, e)) == NULL ||
 	    parse_mac(params, &mac, e) != 0 || parse_vlan(params, &vlan, e) != 0)
 		return NULL;
-	if (!fwd_learn_fdb_del(s->fwd, mac.addr_bytes, vlan))
+	if (!fwd_learn_fdb_del(learn_of(s), mac.addr_bytes, vlan))
 		return fail(e, CTL_NOT_FOUND, "no entry for %s in VLAN %u", str(params, "mac"),
 			    vlan);
 	return json_object();
@@ -1010,7 +1036,7 @@ static json_t *m_fdb_flush(json_t *params, struct ctl_error *e)
 	if (str(params, "port") != NULL && (p = find_port(s, params, "port", e)) == NULL)
 		return NULL;
 	return json_pack("{si}", "flushed",
-			 fwd_learn_fdb_flush(s->fwd, p != NULL ? p->sw_index : -1));
+			 fwd_learn_fdb_flush(learn_of(s), p != NULL ? p->sw_index : -1));
 }
 
 static json_t *m_fdb_show(json_t *params, struct ctl_error *e)
@@ -1026,7 +1052,7 @@ static json_t *m_fdb_show(json_t *params, struct ctl_error *e)
 		if (s->ports[i] != NULL)
 			names[i] = s->ports[i]->name;
 	return json_pack("{ss so}", "switch", s->name, "entries",
-			 fwd_learn_fdb_json(s->fwd, names));
+			 fwd_learn_fdb_json(learn_of(s), names));
 }
 
 /* CONFIGURES: a success changes the configuration, so the state file is rewritten
@@ -1055,6 +1081,22 @@ static const struct {
 	{ "fdb-del", m_fdb_del, true },
 	{ "fdb-flush", m_fdb_flush, true },
 	{ "fdb-show", m_fdb_show, false },
+	{ "add-flow", ctl_add_flow, true },
+	{ "add-flows", ctl_add_flows, true },
+	{ "mod-flows", ctl_mod_flows, true },
+	{ "del-flows", ctl_del_flows, true },
+	{ "replace-flows", ctl_replace_flows, true },
+	{ "dump-flows", ctl_dump_flows, false },
+	{ "add-group", ctl_add_group, true },
+	{ "mod-group", ctl_mod_group, true },
+	{ "del-groups", ctl_del_groups, true },
+	{ "dump-groups", ctl_dump_groups, false },
+	{ "add-meter", ctl_add_meter, true },
+	{ "mod-meter", ctl_mod_meter, true },
+	{ "del-meters", ctl_del_meters, true },
+	{ "dump-meters", ctl_dump_meters, false },
+	{ "trace", ctl_trace, false },
+	{ "packet-ins", ctl_packet_ins, false },
 };
 
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)

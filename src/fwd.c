@@ -7,6 +7,7 @@
 static const struct fwd_ops *const fwd_all[] = {
 	&fwd_patch_ops,
 	&fwd_learn_ops,
+	&fwd_flow_ops,
 };
 
 const struct fwd_ops *fwd_find(const char *mode)

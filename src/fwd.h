@@ -32,6 +32,11 @@
 #define FWD_OUT_FLOOD 0xfffe    /* send to every port in flood[i] (learn mode) */
 
 #define FWD_OUT_MIXED 0xfffd    /* uniform: the packets go to different places */
+/* The function kept the packet (queued it for the control side: flow mode's `controller`
+ * action); it counts as forwarded and the worker no longer touches it. */
+#define FWD_OUT_CONSUMED 0xfffc
+
+struct port;
 
 /*
  * What a forwarding function decides for one burst. When every packet goes to the same
@@ -60,7 +65,7 @@ struct fwd_burst {
 
 /* One step of a trace: what the forwarding function did with a described packet and why. */
 struct fwd_trace {
-	char text[512];
+	char text[8192];
 };
 
 struct fwd_ops {
@@ -82,6 +87,10 @@ struct fwd_ops {
 	/* The same decision for one packet, explained. Control thread; optional. */
 	void (*trace)(void *state, uint16_t in, struct rte_mbuf *pkt, struct fwd_trace *trace);
 
+	/* Gives the function the switch's port array (read atomically), for link states.
+	 * Called once, after create(). Optional. */
+	void (*bind)(void *state, struct port **ports);
+
 	/* Mode-specific description for `show` (links, table sizes, ...). Optional. */
 	json_t *(*describe)(void *state, const char *const *port_names);
 
@@ -96,6 +105,7 @@ struct fwd_ops {
 
 extern const struct fwd_ops fwd_patch_ops;
 extern const struct fwd_ops fwd_learn_ops;
+extern const struct fwd_ops fwd_flow_ops;
 
 /* The ops for MODE, or NULL when no forwarding function has that name. */
 const struct fwd_ops *fwd_find(const char *mode);

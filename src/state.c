@@ -125,6 +125,60 @@ static void add_learn_requests(json_t *out, const char *name, json_t *sw)
 	json_decref(fdb);
 }
 
+/* A rule of dump-flows written back as the line that adds it. */
+static json_t *rule_line(json_t *f)
+{
+	char line[4096];
+	const char *match = json_string_value(json_object_get(f, "match"));
+	json_int_t idle = json_integer_value(json_object_get(f, "idle_timeout"));
+	json_int_t hard = json_integer_value(json_object_get(f, "hard_timeout"));
+	int n;
+
+	n = snprintf(line, sizeof(line), "table=%lld,priority=%lld,cookie=%s",
+		     (long long)json_integer_value(json_object_get(f, "table")),
+		     (long long)json_integer_value(json_object_get(f, "priority")),
+		     json_string_value(json_object_get(f, "cookie")));
+	if (idle > 0)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ",idle_timeout=%lld",
+			      (long long)idle);
+	if (hard > 0)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ",hard_timeout=%lld",
+			      (long long)hard);
+	if (json_is_true(json_object_get(f, "send_flow_rem")))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ",send_flow_rem");
+	snprintf(line + n, sizeof(line) - (size_t)n, "%s%s,actions=%s", match[0] ? "," : "",
+		 match, json_string_value(json_object_get(f, "actions")));
+	return json_string(line);
+}
+
+/* A flow switch's meters, groups (by id: a group may use only one added before it) and
+ * rules, the rules as one replace-flows. */
+static void add_flow_requests(json_t *out, const char *name)
+{
+	json_t *meters = ask("dump-meters", json_pack("{ss}", "switch", name));
+	json_t *groups = ask("dump-groups", json_pack("{ss}", "switch", name));
+	json_t *flows = ask("dump-flows", json_pack("{ss}", "switch", name));
+	json_t *lines = json_array(), *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(meters, "meters"), i, v)
+		add_request(out, "add-meter", json_pack("{ss sO}", "switch", name, "meter",
+							json_object_get(v, "text")));
+	json_array_foreach(json_object_get(groups, "groups"), i, v)
+		add_request(out, "add-group", json_pack("{ss sO}", "switch", name, "group",
+							json_object_get(v, "text")));
+	json_array_foreach(json_object_get(flows, "flows"), i, v)
+		json_array_append_new(lines, rule_line(v));
+	if (json_array_size(lines) > 0)
+		add_request(out, "replace-flows", json_pack("{ss so}", "switch", name, "flows",
+							    lines));
+	else
+		json_decref(lines);
+	json_decref(meters);
+	json_decref(groups);
+	json_decref(flows);
+}
+
 static void add_switch_requests(json_t *out, json_t *sw)
 {
 	const char *name = json_string_value(json_object_get(sw, "name"));
@@ -144,6 +198,8 @@ static void add_switch_requests(json_t *out, json_t *sw)
 			    "port1", json_array_get(link, 0), "port2", json_array_get(link, 1)));
 	if (learn)
 		add_learn_requests(out, name, sw);
+	if (strcmp(mode, "flow") == 0)
+		add_flow_requests(out, name);
 }
 
 /* The requests that rebuild the daemon's configuration, or NULL. */

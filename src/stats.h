@@ -25,7 +25,11 @@
 	X(NO_MATCH, "no_match")         \
 	X(ACTION_DROP, "action_drop")   \
 	X(RESERVED_MULTICAST, "reserved_multicast") \
-	X(STORM, "storm")
+	X(STORM, "storm")               \
+	X(METER, "meter")               \
+	X(TTL_EXPIRED, "ttl_expired")   \
+	X(CONTROLLER_QUEUE_FULL, "controller_queue_full") \
+	X(GROUP_NO_LIVE_BUCKET, "group_no_live_bucket")
 
 enum stats_drop {
 #define STATS_DROP_ENUM(sym, name) STATS_DROP_##sym,

@@ -36,7 +36,7 @@ struct sw *sw_create(const char *name, const char *mode, const json_t *params,
 	struct sw *s;
 
 	if (ops == NULL) {
-		snprintf(err, err_len, "unknown mode '%s' (this release has: patch, learn)", mode);
+		snprintf(err, err_len, "unknown mode '%s' (this release has: patch, learn, flow)", mode);
 		return NULL;
 	}
 	for (slot = 0; slot < SW_MAX && sw_table[slot] != NULL; slot++)
@@ -56,6 +56,8 @@ struct sw *sw_create(const char *name, const char *mode, const json_t *params,
 		return NULL;
 	}
 	s->ops = ops;
+	if (ops->bind != NULL)
+		ops->bind(s->fwd, s->ports);
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	sw_table[slot] = s;
 	return s;
@@ -109,8 +111,10 @@ void sw_detach_port(struct sw *s, struct port *p)
 
 bool sw_tick_all(void)
 {
-	bool any = false, reclaim = false;
+	bool any = wk_defer_pending() > 0, reclaim = false;
 	unsigned int i;
+
+	wk_defer_reclaim();
 
 	for (i = 0; i < SW_MAX; i++)
 		if (sw_table[i] != NULL && sw_table[i]->ops->tick != NULL) {

@@ -390,6 +390,8 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 
 		if (likely(o < SW_MAX_PORTS)) {
 			stage(w, o, pkts[i], 0);
+		} else if (o == FWD_OUT_CONSUMED) {
+			forwarded++;
 		} else if (o == FWD_OUT_FLOOD && stage_flood(w, in->sw_index, pkts[i],
 							      fb->flood[i])) {
 			flooded++;
@@ -588,6 +590,7 @@ void wk_fini(void)
 	rte_free(qsbr);
 	qsbr = NULL;
 	n_workers = 0;
+	wk_defer_reclaim();     /* the workers have stopped: every deferred free is due */
 }
 
 static uint64_t loops_of(const struct worker *w)
@@ -675,6 +678,61 @@ bool wk_quiesce(void)
 	if (!in_worker && __atomic_load_n(&polling, __ATOMIC_ACQUIRE))
 		return wk_synchronize();
 	return true;
+}
+
+/* A free waiting for the grace period that began when it was asked for. */
+struct wk_deferred {
+	struct wk_deferred *next;
+	uint64_t token;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+/* Oldest first: tokens only grow, so the reclaim stops at the first one not yet passed. */
+static struct wk_deferred *defer_head, **defer_tail = &defer_head;
+static unsigned int defer_count;
+
+int wk_defer(void (*fn)(void *arg), void *arg)
+{
+	struct wk_deferred *d;
+
+	if (qsbr == NULL) {     /* no workers (unit tests, start-up): nobody can read it */
+		fn(arg);
+		return 0;
+	}
+	d = malloc(sizeof(*d));
+	if (d == NULL) {
+		LOG(ERR, "no memory to defer a free: %p is leaked", arg);
+		return -1;
+	}
+	d->next = NULL;
+	d->token = rte_rcu_qsbr_start(qsbr);
+	d->fn = fn;
+	d->arg = arg;
+	*defer_tail = d;
+	defer_tail = &d->next;
+	defer_count++;
+	return 0;
+}
+
+void wk_defer_reclaim(void)
+{
+	while (defer_head != NULL && (qsbr == NULL ||
+				      rte_rcu_qsbr_check(qsbr, defer_head->token, false) != 0)) {
+		struct wk_deferred *d = defer_head;
+
+		defer_head = d->next;
+		if (defer_head == NULL)
+			defer_tail = &defer_head;
+		defer_count--;
+		d->fn(d->arg);
+		free(d);
+	}
+}
+
+unsigned int wk_defer_pending(void)
+{
+	return defer_count;
 }
 
 /*

@@ -50,6 +50,18 @@ bool wk_synchronize(void);
  * there is nothing to wait for. */
 bool wk_quiesce(void);
 
+/*
+ * Frees ARG with FN once every worker has passed a quiescent state, without waiting for it:
+ * the control thread hands over what workers may still read (an old rule, a replaced table)
+ * and goes on answering. wk_defer_reclaim() runs the frees whose grace period has passed;
+ * the control loop calls it on every housekeeping tick. Control thread only. Returns -1
+ * when no memory is left for the record (ARG is then leaked, never freed early).
+ */
+int wk_defer(void (*fn)(void *arg), void *arg);
+void wk_defer_reclaim(void);
+/* How many deferred frees wait for their grace period. */
+unsigned int wk_defer_pending(void);
+
 void wk_read_stats(unsigned int id, struct wk_stats *st);
 
 /*

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, TextIO
 
-from sluice import __version__
+from sluice import __version__, ctl_flow
 from sluice.rpc import (
     DEFAULT_SOCKET,
     DEFAULT_TIMEOUT,
@@ -65,6 +65,7 @@ class Arg:
     metavar: str | None = None
     type: Callable[[str], Any] | None = None   # converts the text (int for counts)
     nargs: str | None = None     # "*" for trailing words such as `vlan 10` or key=value
+    flag: bool = False           # an option without a value (--strict): sent as true
 
 
 @dataclass(frozen=True)
@@ -201,11 +202,13 @@ VERBS: tuple[Verb, ...] = (
          "Print the versions of sluiced, of the DPDK it runs on and of the control protocol.",
          ("version",)),
     Verb("add-switch", "create a switch",
-         "Create a switch named NAME with forwarding function MODE: 'patch' (port pairs) or "
-         "'learn' (an Ethernet learning bridge with VLANs); 'flow' is refused until it "
-         "arrives. --aging and --max-entries apply to learn switches.",
+         "Create a switch named NAME with forwarding function MODE: 'patch' (port pairs), "
+         "'learn' (an Ethernet learning bridge with VLANs) or 'flow' (OpenFlow 1.3 tables "
+         "of match/action rules: add-flow; docs/flow.md). --aging and --max-entries apply "
+         "to learn switches and to the bridge of a flow switch's 'normal' action.",
          ("add-switch br0", "add-switch br0 --mode patch",
-          "add-switch br1 --mode learn --aging 60 --max-entries 262144"),
+          "add-switch br1 --mode learn --aging 60 --max-entries 262144",
+          "add-switch br2 --mode flow"),
          (Arg("name", "the new switch's name: 1 to 31 of A-Z a-z 0-9 _ - ., starting with "
                       "a letter or digit", metavar="NAME"),
           Arg("mode", "forwarding function: patch (default), learn or flow",
@@ -341,6 +344,108 @@ VERBS: tuple[Verb, ...] = (
          (Arg("listen", "serve on ADDR:PORT (ADDR may be empty: every address)",
               option="--listen", metavar="ADDR:PORT"),),
          local=run_metrics),
+    Verb("add-flow", "add a rule to a flow switch (ovs-ofctl syntax)",
+         "Add RULE to flow switch SWITCH, written as for ovs-ofctl add-flow: "
+         "table=N,priority=N,cookie=N,idle_timeout=S,hard_timeout=S, match fields and "
+         "actions=... (docs/flow.md lists every field and action). Ports are named by their "
+         "sluice names or OpenFlow numbers (show). A rule with the same table, match and "
+         "priority is replaced, its counters kept.",
+         ("add-flow br0 'priority=100,in_port=vm1,tcp,nw_dst=10.0.0.0/24,tp_dst=80,"
+          "actions=output:fw1'",
+          "add-flow br0 'table=0,priority=0,actions=normal'"),
+         (SWITCH, Arg("flow", "the rule", metavar="RULE"))),
+    Verb("add-flows", "add the rules of a file, one a line",
+         "Add every rule of FILE ('-': standard input), one a line as add-flow takes it; "
+         "blank lines and lines starting with '#' are skipped. Every line is checked "
+         "before any rule is added: one bad line adds nothing.",
+         ("add-flows br0 rules.txt", "add-flows br0 - < rules.txt"),
+         (SWITCH, Arg("file", "the rule file, '-' for standard input", metavar="FILE")),
+         convert=ctl_flow.read_rule_file),
+    Verb("replace-flows", "replace every rule by a file's, atomically",
+         "Replace the whole rule set of SWITCH by the rules of FILE, at once: every packet "
+         "is classified by the old rules or by the new ones, never by a mix.",
+         ("replace-flows br0 rules.txt",),
+         (SWITCH, Arg("file", "the rule file, '-' for standard input", metavar="FILE")),
+         convert=ctl_flow.read_rule_file),
+    Verb("mod-flows", "change the actions of the rules a match selects",
+         "Give the rules of SWITCH that RULE's match selects RULE's actions (and meter, "
+         "goto_table, ...), keeping their counters. With --strict only the rule with "
+         "exactly that match and priority. cookie=V/M selects by cookie.",
+         ("mod-flows br0 'in_port=vm1,actions=output:vm3'",
+          "mod-flows br0 --strict 'priority=100,in_port=vm1,actions=drop'"),
+         (SWITCH, Arg("flow", "match and actions", metavar="RULE"),
+          Arg("strict", "only the rule with exactly this match and priority",
+              option="--strict", flag=True))),
+    Verb("del-flows", "delete rules (all, or those a match selects)",
+         "Delete the rules of SWITCH that RULE selects (a match; out_port=P and "
+         "out_group=G keep only rules that output there; cookie=V/M by cookie), or every "
+         "rule. With --strict only the rule with exactly that match and priority.",
+         ("del-flows br0", "del-flows br0 in_port=vm1", "del-flows br0 table=1",
+          "del-flows br0 --strict priority=100,tcp,tp_dst=80"),
+         (SWITCH, Arg("flow", "the match", optional=True, metavar="RULE"),
+          Arg("strict", "only the rule with exactly this match and priority",
+              option="--strict", flag=True))),
+    Verb("dump-flows", "the rules with their counters",
+         "Print the rules of SWITCH (or those RULE selects) as ovs-ofctl dump-flows does: "
+         "cookie, duration, table, packets, bytes, timeouts, priority, match, actions.",
+         ("dump-flows br0", "dump-flows br0 table=0", "dump-flows br0 --json"),
+         (SWITCH, Arg("flow", "only the rules this match selects", optional=True,
+                      metavar="RULE"),
+          Arg("strict", "only the rule with exactly this match and priority",
+              option="--strict", flag=True))),
+    Verb("add-group", "add a group (all, select, indirect, fast_failover)",
+         "Add a group to SWITCH, as ovs-ofctl add-group: group_id=N,type=all|select|"
+         "indirect|ff,bucket=...,bucket=... A select group sends each flow to one bucket, "
+         "chosen by a hash of its addresses and ports and weighted by weight:W.",
+         ("add-group br0 'group_id=1,type=select,bucket=weight:1,output:vnf1,"
+          "bucket=weight:1,output:vnf2'",
+          "add-group br0 'group_id=2,type=ff,bucket=watch_port:up1,output:up1,"
+          "bucket=watch_port:up2,output:up2'"),
+         (SWITCH, Arg("group", "the group", metavar="GROUP"))),
+    Verb("mod-group", "change a group's type and buckets",
+         "Replace group group_id=N of SWITCH by GROUP.",
+         ("mod-group br0 'group_id=1,type=all,bucket=output:vm1,bucket=output:vm2'",),
+         (SWITCH, Arg("group", "the group", metavar="GROUP"))),
+    Verb("del-groups", "delete a group (and the rules that use it), or all",
+         "Delete group group_id=N of SWITCH, or every group; the rules that send to a "
+         "deleted group are deleted with it, as OpenFlow says.",
+         ("del-groups br0 group_id=1", "del-groups br0"),
+         (SWITCH, Arg("group", "group_id=N", optional=True, metavar="GROUP"))),
+    Verb("dump-groups", "the groups with their counters",
+         "Print the groups of SWITCH with their buckets and counters.",
+         ("dump-groups br0",), (SWITCH,)),
+    Verb("add-meter", "add a meter (a rate with a drop band)",
+         "Add a meter to SWITCH, as ovs-ofctl add-meter: meter=N,kbps|pktps[,burst],"
+         "bands=type=drop,rate=R[,burst_size=B]. A rule uses it with actions=meter:N,...; "
+         "what exceeds the rate is dropped and counted as 'meter'.",
+         ("add-meter br0 'meter=1,pktps,bands=type=drop,rate=1000'",
+          "add-meter br0 'meter=2,kbps,burst,bands=type=drop,rate=10000,burst_size=1000'"),
+         (SWITCH, Arg("meter", "the meter", metavar="METER"))),
+    Verb("mod-meter", "change a meter's rate",
+         "Replace meter N of SWITCH by METER.",
+         ("mod-meter br0 'meter=1,pktps,bands=type=drop,rate=5000'",),
+         (SWITCH, Arg("meter", "the meter", metavar="METER"))),
+    Verb("del-meters", "delete a meter (and the rules that use it), or all",
+         "Delete meter N of SWITCH, or every meter, with the rules that use it.",
+         ("del-meters br0 meter=1", "del-meters br0"),
+         (SWITCH, Arg("meter", "meter=N", optional=True, metavar="METER"))),
+    Verb("dump-meters", "the meters with their counters",
+         "Print the meters of SWITCH: rate, burst, packets and bytes seen and dropped.",
+         ("dump-meters br0",), (SWITCH,)),
+    Verb("trace", "walk a described packet through a switch",
+         "Describe a packet as match fields (in_port is required; others default to 0) "
+         "and see what SWITCH would do with it: in flow mode each table's matching rule, "
+         "its actions and the final decision, as ovs-appctl ofproto/trace; in learn and "
+         "patch mode the bridge's or the link's decision. Nothing is counted or changed: "
+         "tracing a live switch does not disturb its traffic.",
+         ("trace br0 in_port=vm1,tcp,nw_dst=10.0.0.5,tp_dst=80",
+          "trace br0 in_port=vm1,dl_dst=02:00:00:00:00:02"),
+         (SWITCH, Arg("packet", "the packet, as match fields", metavar="PACKET"))),
+    Verb("packet-ins", "take the packets queued for a controller",
+         "Take (and print) the packets the 'controller' action queued on SWITCH, oldest "
+         "first, with reason, table, cookie, input port and their first bytes.",
+         ("packet-ins br0", "packet-ins br0 --max 10 --json"),
+         (SWITCH, Arg("max", "take at most N", option="--max", metavar="N", type=_count))),
     Verb("clear-stats", "zero the counters",
          "Zero the counters of every port of SWITCH, or of every port.",
          ("clear-stats", "clear-stats br0"),
@@ -380,7 +485,10 @@ def _add_verb(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                        epilog=f"examples:\n{examples}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     for a in verb.args:
-        if a.option is not None:
+        if a.flag and a.option is not None:
+            p.add_argument(a.option, dest=a.dest, action="store_const", const=True,
+                           default=None, help=a.help)
+        elif a.option is not None:
             default_note = f" (default {a.default})" if a.default is not None else ""
             p.add_argument(a.option, dest=a.dest, default=a.default, metavar=a.metavar,
                            type=a.type, help=a.help + default_note)
@@ -550,15 +658,22 @@ def format_show(r: Mapping[str, Any]) -> str:
         count = f"{len(ports)} port{'' if len(ports) == 1 else 's'}" if ports else "no ports"
         out.append(f"switch {s.get('name')}: mode {s.get('mode')}, {count}")
         if ports:
-            rows = [[p.get("name"), p.get("id"), p.get("kind"), p.get("link"), p.get("peer"),
-                     p.get("worker"), p.get("spec")] for p in ports]
-            out.append(table(["port", "id", "kind", "link", "peer", "worker", "spec"], rows,
-                             right={1, 5}, indent="    "))
+            rows = [[p.get("name"), p.get("id"), p.get("ofport"), p.get("kind"), p.get("link"),
+                     p.get("peer"), p.get("worker"), p.get("spec")] for p in ports]
+            out.append(table(["port", "id", "ofport", "kind", "link", "peer", "worker", "spec"],
+                             rows, right={1, 2, 6}, indent="    "))
         if ports and "links" in s:
             links = ", ".join(" <-> ".join(str(x) for x in link) for link in s["links"])
             out.append(f"    links: {links or 'none'}")
         if s.get("mode") == "learn":
             out.extend(format_learn_settings(s))
+        if s.get("mode") == "flow":
+            cache, queue = s.get("cache") or {}, s.get("controller_queue") or {}
+            out.append(f"    {s.get('rules')} rules in {s.get('subtables')} subtables, "
+                       f"{s.get('groups')} groups, {s.get('meters')} meters; cache "
+                       f"{cache.get('hits')} hits, {cache.get('misses')} misses; "
+                       f"controller queue {queue.get('queued')} queued, "
+                       f"{queue.get('full')} lost when full")
     workers = r.get("workers") or []
     out.append(format_workers(workers) if workers else "no workers")
     if r.get("pools"):
@@ -662,6 +777,24 @@ def format_result(verb: str, result: Json) -> str:
             return format_fdb(result)
         case "fdb-flush":
             return f"{result.get('flushed')} learned entries deleted"
+        case "dump-flows":
+            return ctl_flow.format_flows(result)
+        case "dump-groups":
+            return ctl_flow.format_groups(result)
+        case "dump-meters":
+            return ctl_flow.format_meters(result)
+        case "trace":
+            return ctl_flow.format_trace(result)
+        case "packet-ins":
+            return ctl_flow.format_packet_ins(result)
+        case "add-flows" | "add-flow":
+            return f"{result.get('added')} rule(s) added"
+        case "replace-flows":
+            return f"rule set replaced: {result.get('rules')} rule(s)"
+        case "del-flows":
+            return f"{result.get('deleted')} rule(s) deleted"
+        case "mod-flows":
+            return f"{result.get('modified')} rule(s) modified"
         case "add-port":
             return (f"port {result.get('name')}: created on {result.get('switch')}, number "
                     f"{result.get('id')}, {result.get('kind')}, link {result.get('link')}")

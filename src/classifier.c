@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tuple-space search (classifier.h). The one subtle part is the order in which a lookup
+ * walks the subtables, because it stops early: it must never skip a subtable that holds a
+ * rule of higher priority than the best one found. So the walk does not read a subtable's
+ * live maximum priority but the one recorded in the published array (the "view") next to
+ * it, and the writer keeps that recorded maximum at or above the real one at every moment:
+ * when a rule raises a subtable's maximum, the new view is published before the rule enters
+ * the hash; when the last rule of the maximum leaves, it leaves the hash before the view
+ * with the lower maximum is published. A stale view is then only slower, never wrong.
+ */
+#include "classifier.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_hash.h>
+#include <rte_hash_crc.h>
+
+#include "log.h"
+#include "port.h"
+#include "worker.h"
+
+#define CLS_MIN_CAPACITY 64
+
+struct cls_subtable {
+	struct flow_key mask;
+	uint8_t n_words;                  /* words of the key the mask covers */
+	uint8_t words[FLOW_KEY_WORDS];
+	struct rte_hash *hash;            /* gathered masked words -> head struct cls_rule */
+	uint64_t hits[WK_MAX_WORKERS];    /* each written by its worker only */
+
+	/* control thread only */
+	uint32_t capacity, n_keys, n_rules;
+	uint16_t max_priority;            /* the real maximum */
+	uint32_t n_at_max;                /* rules with that priority */
+	uint64_t hits_seen;               /* the hits at the last resort */
+	uint64_t recent_hits;             /* the hits between the last two resorts */
+	struct cls_subtable *next;
+};
+
+struct cls_view_entry {
+	uint16_t max_priority;            /* at or above the subtable's real maximum */
+	struct cls_subtable *st;
+};
+
+/* What a lookup walks: replaced as a whole, never changed once published. */
+struct cls_view {
+	unsigned int n;
+	struct cls_view_entry e[];
+};
+
+struct cls_table {
+	struct cls_view *view;            /* atomic */
+	struct cls_subtable *subtables;   /* control thread: every subtable */
+	unsigned int n_subtables, n_rules;
+	struct cls_rule *all;
+	unsigned int name_id, hash_seq;
+};
+
+/* A key slot freed after a grace period (rte_hash in lock-free mode keeps it until then). */
+struct cls_slot_free {
+	struct rte_hash *hash;
+	int32_t position;
+};
+
+/* ---- the hot path ---- */
+
+static inline uint32_t cls_gather(const struct cls_subtable *st, const struct flow_key *key,
+				  uint64_t *buf)
+{
+	const uint64_t *k = (const uint64_t *)key, *m = (const uint64_t *)&st->mask;
+	unsigned int i;
+
+	for (i = 0; i < st->n_words; i++)
+		buf[i] = k[st->words[i]] & m[st->words[i]];
+	return st->n_words * 8;
+}
+
+const struct cls_rule *cls_lookup(const struct cls_table *t, const struct flow_key *key,
+				  unsigned int worker)
+{
+	const struct cls_view *v = __atomic_load_n(&t->view, __ATOMIC_ACQUIRE);
+	const struct cls_rule *best = NULL;
+	int best_priority = -1;
+	uint64_t buf[FLOW_KEY_WORDS];
+	unsigned int i;
+
+	for (i = 0; i < v->n; i++) {
+		struct cls_subtable *st = v->e[i].st;
+		uint32_t len;
+		void *data;
+
+		if ((int)v->e[i].max_priority <= best_priority)
+			break;      /* sorted: nothing further can win */
+		len = cls_gather(st, key, buf);
+		if (rte_hash_lookup_with_hash_data(st->hash, buf, rte_hash_crc(buf, len, 0),
+						   &data) < 0)
+			continue;
+		const struct cls_rule *r = data;
+
+		if ((int)r->priority > best_priority) {
+			best = r;
+			best_priority = r->priority;
+		}
+		if (worker < WK_MAX_WORKERS)
+			stats_add(&st->hits[worker], 1);
+	}
+	return best;
+}
+
+/* ---- views ---- */
+
+static int cmp_entries(const void *a, const void *b)
+{
+	const struct cls_view_entry *x = a, *y = b;
+
+	if (x->max_priority != y->max_priority)
+		return x->max_priority > y->max_priority ? -1 : 1;
+	if (x->st->recent_hits != y->st->recent_hits)
+		return x->st->recent_hits > y->st->recent_hits ? -1 : 1;
+	return 0;
+}
+
+static void free_view(void *v)
+{
+	free(v);
+}
+
+/*
+ * Publishes a view of every subtable but SKIP, recording for each its real maximum, or
+ * RAISED for subtable RAISE (NULL: none). -1 when out of memory (the old view stays).
+ */
+static int publish_view(struct cls_table *t, const struct cls_subtable *skip,
+			const struct cls_subtable *raise, uint16_t raised)
+{
+	struct cls_view *v = malloc(sizeof(*v) + t->n_subtables * sizeof(v->e[0])), *old;
+	struct cls_subtable *st;
+
+	if (v == NULL)
+		return -1;
+	v->n = 0;
+	for (st = t->subtables; st != NULL; st = st->next) {
+		if (st == skip)
+			continue;
+		v->e[v->n].st = st;
+		v->e[v->n++].max_priority = st == raise ? RTE_MAX(raised, st->max_priority) :
+							  st->max_priority;
+	}
+	qsort(v->e, v->n, sizeof(v->e[0]), cmp_entries);
+	old = t->view;
+	__atomic_store_n(&t->view, v, __ATOMIC_RELEASE);
+	if (old != NULL)
+		wk_defer(free_view, old);
+	return 0;
+}
+
+/* ---- subtables ---- */
+
+static struct rte_hash *make_hash(struct cls_table *t, uint32_t capacity, uint32_t key_len)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters p = {
+		.name = name,
+		.entries = capacity,
+		.key_len = key_len,
+		.hash_func = rte_hash_crc,
+		.socket_id = SOCKET_ID_ANY,
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF |
+			      RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	struct rte_hash *h;
+
+	snprintf(name, sizeof(name), "cls%u_%u", t->name_id, t->hash_seq++);
+	h = rte_hash_create(&p);
+	if (h == NULL)
+		LOG(ERR, "classifier: cannot make a hash of %u entries: %s", capacity,
+		    rte_strerror(rte_errno));
+	return h;
+}
+
+static void free_subtable(void *arg)
+{
+	struct cls_subtable *st = arg;
+
+	rte_hash_free(st->hash);
+	free(st);
+}
+
+static struct cls_subtable *find_subtable(const struct cls_table *t,
+					  const struct flow_key *mask)
+{
+	struct cls_subtable *st;
+
+	for (st = t->subtables; st != NULL; st = st->next)
+		if (flow_key_equal(&st->mask, mask))
+			return st;
+	return NULL;
+}
+
+static struct cls_subtable *new_subtable(struct cls_table *t, const struct flow_key *mask)
+{
+	const uint64_t *m = (const uint64_t *)mask;
+	struct cls_subtable *st = calloc(1, sizeof(*st));
+	unsigned int i;
+
+	if (st == NULL)
+		return NULL;
+	st->mask = *mask;
+	for (i = 0; i < FLOW_KEY_WORDS; i++)
+		if (m[i] != 0)
+			st->words[st->n_words++] = (uint8_t)i;
+	if (st->n_words == 0)   /* matches everything: one key, a zero word */
+		st->words[st->n_words++] = 0;
+	st->capacity = CLS_MIN_CAPACITY;
+	st->hash = make_hash(t, st->capacity, st->n_words * 8u);
+	if (st->hash == NULL) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void free_slot(void *arg)
+{
+	struct cls_slot_free *f = arg;
+
+	rte_hash_free_key_with_position(f->hash, f->position);
+	free(f);
+}
+
+static void delete_key(struct cls_subtable *st, const uint64_t *buf, uint32_t len)
+{
+	int32_t pos = rte_hash_del_key_with_hash(st->hash, buf, rte_hash_crc(buf, len, 0));
+	struct cls_slot_free *f;
+
+	if (pos < 0)
+		return;
+	st->n_keys--;
+	f = malloc(sizeof(*f));
+	if (f == NULL)
+		return;     /* the slot stays used: the hash grows a little sooner */
+	f->hash = st->hash;
+	f->position = pos;
+	wk_defer(free_slot, f);
+}
+
+/*
+ * Replaces ST's hash with one of twice the capacity holding the same keys: the old one is
+ * full (or its freed slots still wait for a grace period). Workers see the old hash or the
+ * new one, both complete.
+ */
+static int grow_subtable(struct cls_table *t, struct cls_subtable *st)
+{
+	struct cls_subtable *copy = malloc(sizeof(*copy));
+	const void *key;
+	void *data;
+	uint32_t iter = 0;
+
+	if (copy == NULL)
+		return -1;
+	*copy = *st;    /* the old hash goes with the copy, freed after a grace period */
+	st->hash = make_hash(t, st->capacity * 2, st->n_words * 8u);
+	if (st->hash == NULL) {
+		st->hash = copy->hash;
+		free(copy);
+		return -1;
+	}
+	while (rte_hash_iterate(copy->hash, &key, &data, &iter) >= 0)
+		if (rte_hash_add_key_data(st->hash, key, data) != 0) {
+			rte_hash_free(st->hash);
+			st->hash = copy->hash;
+			free(copy);
+			return -1;
+		}
+	st->capacity *= 2;
+	/*
+	 * The subtable object stays, so its pointer in the view and in every rule stays right;
+	 * a worker that loaded the old hash pointer reads a complete hash until it is freed.
+	 */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	wk_defer(free_subtable, copy);
+	return 0;
+}
+
+/* Sets the head (highest-priority rule) of ST's key BUF to HEAD, adding the key if new. */
+static int set_head(struct cls_table *t, struct cls_subtable *st, const uint64_t *buf,
+		    uint32_t len, struct cls_rule *head, bool is_new)
+{
+	int rc;
+
+	if (is_new && st->n_keys >= st->capacity && grow_subtable(t, st) != 0)
+		return -1;
+	rc = rte_hash_add_key_with_hash_data(st->hash, buf, rte_hash_crc(buf, len, 0), head);
+	if (rc == -ENOSPC && grow_subtable(t, st) == 0)
+		rc = rte_hash_add_key_with_hash_data(st->hash, buf, rte_hash_crc(buf, len, 0),
+						     head);
+	if (rc != 0)
+		return -1;
+	st->n_keys += is_new;
+	return 0;
+}
+
+static struct cls_rule *head_of(const struct cls_subtable *st, const uint64_t *buf,
+				uint32_t len)
+{
+	void *data;
+
+	if (rte_hash_lookup_with_hash_data(st->hash, buf, rte_hash_crc(buf, len, 0), &data) < 0)
+		return NULL;
+	return data;
+}
+
+/* ---- the table ---- */
+
+struct cls_table *cls_create(unsigned int name_id)
+{
+	struct cls_table *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->name_id = name_id;
+	t->view = calloc(1, sizeof(struct cls_view));
+	if (t->view == NULL) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void cls_destroy(struct cls_table *t)
+{
+	struct cls_subtable *st, *next;
+
+	if (t == NULL)
+		return;
+	for (st = t->subtables; st != NULL; st = next) {
+		next = st->next;
+		free_subtable(st);
+	}
+	free(t->view);
+	free(t);
+}
+
+struct cls_rule *cls_find_exact(const struct cls_table *t, const struct flow_match *match,
+				uint16_t priority)
+{
+	struct cls_subtable *st = find_subtable(t, &match->mask);
+	uint64_t buf[FLOW_KEY_WORDS];
+	struct cls_rule *r;
+	uint32_t len;
+
+	if (st == NULL)
+		return NULL;
+	len = cls_gather(st, &match->key, buf);
+	for (r = head_of(st, buf, len); r != NULL; r = r->next_same)
+		if (r->priority == priority)
+			return r;
+	return NULL;
+}
+
+static void link_all(struct cls_table *t, struct cls_rule *r)
+{
+	r->prev_all = NULL;
+	r->next_all = t->all;
+	if (t->all != NULL)
+		t->all->prev_all = r;
+	t->all = r;
+	t->n_rules++;
+}
+
+static void unlink_all(struct cls_table *t, struct cls_rule *r)
+{
+	if (r->prev_all != NULL)
+		r->prev_all->next_all = r->next_all;
+	else
+		t->all = r->next_all;
+	if (r->next_all != NULL)
+		r->next_all->prev_all = r->prev_all;
+	t->n_rules--;
+}
+
+/* Puts R into ST's chain for its key, in descending priority; the hash gets a new head. */
+static int chain_insert(struct cls_table *t, struct cls_subtable *st, struct cls_rule *r)
+{
+	uint64_t buf[FLOW_KEY_WORDS];
+	uint32_t len = cls_gather(st, &r->match.key, buf);
+	struct cls_rule *head = head_of(st, buf, len), **pp = &head;
+
+	while (*pp != NULL && (*pp)->priority > r->priority)
+		pp = &(*pp)->next_same;
+	r->next_same = *pp;
+	if (pp != &head) {      /* not the new head: workers never read the chain */
+		*pp = r;
+		return 0;
+	}
+	return set_head(t, st, buf, len, r, r->next_same == NULL);
+}
+
+int cls_insert(struct cls_table *t, struct cls_rule *r)
+{
+	struct cls_subtable *st = find_subtable(t, &r->match.mask);
+	bool fresh = st == NULL, raises;
+
+	if (fresh) {
+		st = new_subtable(t, &r->match.mask);
+		if (st == NULL)
+			return -1;
+		st->max_priority = r->priority;
+	}
+	raises = !fresh && r->priority > st->max_priority;
+	/* The view's maximum rises before the rule can be found (see the top of the file). */
+	if (raises && publish_view(t, NULL, st, r->priority) != 0)
+		return -1;
+	if (chain_insert(t, st, r) != 0) {
+		if (fresh)
+			free_subtable(st);
+		return -1;
+	}
+	r->subtable = st;
+	if (fresh) {
+		st->next = t->subtables;
+		t->subtables = st;
+		t->n_subtables++;
+		st->n_at_max = 1;
+		if (publish_view(t, NULL, NULL, 0) != 0)
+			LOG(ERR, "classifier: no memory for a view: a new subtable waits");
+	} else if (raises) {
+		st->max_priority = r->priority;
+		st->n_at_max = 1;
+	} else if (r->priority == st->max_priority) {
+		st->n_at_max++;
+	}
+	st->n_rules++;
+	link_all(t, r);
+	return 0;
+}
+
+/* ST's maximum priority and how many rules have it, from every rule of the table. */
+static void recount_max(const struct cls_table *t, struct cls_subtable *st)
+{
+	const struct cls_rule *r;
+
+	st->max_priority = 0;
+	st->n_at_max = 0;
+	for (r = t->all; r != NULL; r = r->next_all) {
+		if (r->subtable != st)
+			continue;
+		if (r->priority > st->max_priority) {
+			st->max_priority = r->priority;
+			st->n_at_max = 0;
+		}
+		st->n_at_max += r->priority == st->max_priority;
+	}
+}
+
+static void drop_subtable(struct cls_table *t, struct cls_subtable *st)
+{
+	struct cls_subtable **pp = &t->subtables;
+
+	if (publish_view(t, st, NULL, 0) != 0)
+		LOG(ERR, "classifier: no memory for a view: an empty subtable stays");
+	while (*pp != st)
+		pp = &(*pp)->next;
+	*pp = st->next;
+	t->n_subtables--;
+	wk_defer(free_subtable, st);
+}
+
+void cls_remove(struct cls_table *t, struct cls_rule *r)
+{
+	struct cls_subtable *st = r->subtable;
+	uint64_t buf[FLOW_KEY_WORDS];
+	uint32_t len = cls_gather(st, &r->match.key, buf);
+	struct cls_rule *head = head_of(st, buf, len), **pp = &head;
+
+	while (*pp != NULL && *pp != r)
+		pp = &(*pp)->next_same;
+	if (*pp == NULL)
+		return;     /* not in this table */
+	if (pp != &head)
+		*pp = r->next_same;
+	else if (r->next_same != NULL)
+		set_head(t, st, buf, len, r->next_same, false);
+	else
+		delete_key(st, buf, len);
+	unlink_all(t, r);
+	r->subtable = NULL;
+	if (--st->n_rules == 0) {
+		drop_subtable(t, st);
+		return;
+	}
+	/* The rule has left the hash; only now may the view's maximum fall. */
+	if (r->priority == st->max_priority && --st->n_at_max == 0) {
+		recount_max(t, st);
+		if (publish_view(t, NULL, NULL, 0) != 0)
+			LOG(ERR, "classifier: no memory for a view: lookups stay slower");
+	}
+}
+
+unsigned int cls_count(const struct cls_table *t)
+{
+	return t->n_rules;
+}
+
+unsigned int cls_subtables(const struct cls_table *t)
+{
+	return t->n_subtables;
+}
+
+struct cls_rule *cls_first(const struct cls_table *t)
+{
+	return t->all;
+}
+
+void cls_resort(struct cls_table *t)
+{
+	const struct cls_view *v = t->view;
+	struct cls_subtable *st;
+	unsigned int i;
+
+	for (st = t->subtables; st != NULL; st = st->next) {
+		uint64_t hits = 0;
+		unsigned int w;
+
+		for (w = 0; w < WK_MAX_WORKERS; w++)
+			hits += stats_read(&st->hits[w]);
+		st->recent_hits = hits - st->hits_seen;
+		st->hits_seen = hits;
+	}
+	/* A new view only when the order changes: most ticks leave it as it is. */
+	for (i = 1; i < v->n; i++)
+		if (cmp_entries(&v->e[i - 1], &v->e[i]) > 0) {
+			publish_view(t, NULL, NULL, 0);
+			return;
+		}
+}
