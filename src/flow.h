@@ -23,6 +23,7 @@
 #define FLOW_MAX_BUCKETS 32        /* per group */
 #define FLOW_MAX_GROUP_ID 0xffffff00u  /* OFPG_MAX */
 #define FLOW_MAX_METER_ID 0xffff0000u  /* OFPM_MAX */
+#define FLOW_TEXT_MAX 16384        /* longest rule, group or meter text the parsers take */
 
 #define FLOW_OFPORT(index) ((uint32_t)(index) + 1)
 
@@ -197,6 +198,13 @@ int flow_format_action_list(const struct flow_action *acts, uint16_t n, flow_por
 int flow_format_group(const struct flow_group_spec *g, flow_port_name name, void *ctx,
 		      char *buf, size_t len);
 int flow_format_meter(const struct flow_meter_spec *m, char *buf, size_t len);
+/*
+ * Writes a whole rule as MODE's verb reads it back: its settings that differ from the
+ * defaults (table, priority, cookie, timeouts, flags, out_port/out_group), the match and, for
+ * add-flow and mod-flows, "actions=...". What `dump-flows` prints after its counters.
+ */
+int flow_format_rule(const struct flow_rule_spec *spec, enum flow_parse_mode mode,
+		     flow_port_name name, void *ctx, char *buf, size_t len);
 
 /* A field's name in set_field syntax ("eth_dst") and its width in bytes. */
 const char *flow_field_name(enum flow_field f);
