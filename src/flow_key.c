@@ -210,7 +210,7 @@ static uint16_t extract_llc(const uint8_t *data, uint32_t len, uint32_t *off)
 bool flow_key_extract(const uint8_t *data, uint32_t len, uint32_t in_port,
 		      struct flow_key *key)
 {
-	uint64_t *w = (uint64_t *)key;
+	flow_key_word *w = (flow_key_word *)key;
 	uint32_t off = ETH_HLEN;
 	uint16_t type;
 
