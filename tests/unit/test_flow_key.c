@@ -383,7 +383,7 @@ static void random_key(struct flow_key *k)
 
 	memset(k, 0, sizeof(*k));
 	k->in_port = 7;
-	rnd_bytes(k->dl_dst, 12);
+	rnd_bytes((uint8_t *)k + offsetof(struct flow_key, dl_dst), 12);
 	if (rnd() & 1)
 		k->vlan_tci = htons((uint16_t)((rnd() & 0xefff) | FLOW_VLAN_CFI));
 	if (kind == 0 || kind == 1) {
@@ -396,10 +396,10 @@ static void random_key(struct flow_key *k)
 		k->nw_proto = v6 ? v6_protos[rnd() % sizeof(v6_protos)] :
 				   v4_protos[rnd() % sizeof(v4_protos)];
 		if (v6) {
-			rnd_bytes(k->ipv6_src, 32);
+			rnd_bytes((uint8_t *)k + offsetof(struct flow_key, ipv6_src), 32);
 			k->ipv6_label = htonl((uint32_t)rnd() & 0xfffff);
 		} else {
-			rnd_bytes(&k->nw_src, 8);
+			rnd_bytes((uint8_t *)k + offsetof(struct flow_key, nw_src), 8);
 		}
 		if (k->nw_frag & FLOW_FRAG_LATER)
 			return;
@@ -409,7 +409,7 @@ static void random_key(struct flow_key *k)
 			/* fall through */
 		case 17:
 		case 132:
-			rnd_bytes(&k->tp_src, 4);
+			rnd_bytes((uint8_t *)k + offsetof(struct flow_key, tp_src), 4);
 			break;
 		case 1:
 		case 58:
@@ -422,7 +422,7 @@ static void random_key(struct flow_key *k)
 	} else if (kind == 2) {
 		k->dl_type = htons(0x0806);
 		k->nw_proto = (uint8_t)rnd();
-		rnd_bytes(&k->nw_src, 8);
+		rnd_bytes((uint8_t *)k + offsetof(struct flow_key, nw_src), 8);
 	} else {
 		k->dl_type = htons(others[rnd() % sizeof(others) / sizeof(others[0])]);
 		if (k->dl_type == htons(0x8100) && k->vlan_tci == 0)
