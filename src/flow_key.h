@@ -60,6 +60,13 @@ struct flow_key {
 _Static_assert(sizeof(struct flow_key) == FLOW_KEY_WORDS * 8, "flow key is 12 words");
 
 /*
+ * A key seen as words. may_alias: a key written field by field and read as words (or the
+ * other way round) is otherwise undefined under C's aliasing rules, and GCC -O3 does
+ * reorder such loads before the field stores.
+ */
+typedef uint64_t __attribute__((may_alias)) flow_key_word;
+
+/*
  * Fills KEY (wholly: every byte, padding included, is written) from the LEN bytes of a frame
  * at DATA received on switch port IN_PORT, with METADATA 0. Never reads past DATA + LEN.
  * Returns false for a frame too short for an Ethernet header (the key is then zero but for
@@ -78,8 +85,8 @@ uint32_t flow_key_compose(const struct flow_key *key, uint8_t *buf, uint32_t buf
 static inline void flow_key_and(struct flow_key *dst, const struct flow_key *key,
 				const struct flow_key *mask)
 {
-	const uint64_t *k = (const uint64_t *)key, *m = (const uint64_t *)mask;
-	uint64_t *d = (uint64_t *)dst;
+	const flow_key_word *k = (const flow_key_word *)key, *m = (const flow_key_word *)mask;
+	flow_key_word *d = (flow_key_word *)dst;
 	unsigned int i;
 
 	for (i = 0; i < FLOW_KEY_WORDS; i++)
@@ -88,7 +95,7 @@ static inline void flow_key_and(struct flow_key *dst, const struct flow_key *key
 
 static inline bool flow_key_equal(const struct flow_key *a, const struct flow_key *b)
 {
-	const uint64_t *x = (const uint64_t *)a, *y = (const uint64_t *)b;
+	const flow_key_word *x = (const flow_key_word *)a, *y = (const flow_key_word *)b;
 	uint64_t diff = 0;
 	unsigned int i;
 
@@ -101,8 +108,8 @@ static inline bool flow_key_equal(const struct flow_key *a, const struct flow_ke
 static inline bool flow_key_matches(const struct flow_key *key, const struct flow_key *mask,
 				    const struct flow_key *value)
 {
-	const uint64_t *k = (const uint64_t *)key, *m = (const uint64_t *)mask;
-	const uint64_t *v = (const uint64_t *)value;
+	const flow_key_word *k = (const flow_key_word *)key, *m = (const flow_key_word *)mask;
+	const flow_key_word *v = (const flow_key_word *)value;
 	uint64_t diff = 0;
 	unsigned int i;
 
