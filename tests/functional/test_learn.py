@@ -49,14 +49,16 @@ def with_tag(data: bytes, ancillary: list[tuple[int, int, bytes]]) -> bytes:
 
 
 class Taps:
-    """Tap ports of one learn switch, each with a raw socket on its kernel side."""
+    """Tap ports of one switch (learn unless mode= says otherwise), each with a raw socket
+    on its kernel side."""
 
     def __init__(self, daemon: Daemon, switch: str, count: int, **switch_args: Any) -> None:
         self.daemon, self.switch = daemon, switch
         tag = os.getpid() % 10000
         self.ifaces = [f"sll{tag}p{i}" for i in range(count)]
         self.ports = [f"p{i}" for i in range(count)]
-        daemon.call("add-switch", name=switch, mode="learn", **switch_args)
+        mode = switch_args.pop("mode", "learn")
+        daemon.call("add-switch", name=switch, mode=mode, **switch_args)
         self.socks: dict[str, socket.socket] = {}
         for port, iface in zip(self.ports, self.ifaces, strict=True):
             daemon.call("add-port", switch=switch, name=port, spec=f"tap:name={iface}")
