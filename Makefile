@@ -54,7 +54,7 @@ test-unit: build
 # Each runs from a copy of its corpus in $(BUILD)/fuzz/corpus/<name>/, which keeps what the
 # runs find; crashes land in $(BUILD)/fuzz/ as <name>-crash-*.
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS := learn portspec fwd rpc
+FUZZ_TARGETS := learn portspec fwd rpc flow_parse
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_SECONDS ?= 600
 # `make test-fuzz` (part of `make test`): this long per target, about 80 s in all.
@@ -71,6 +71,11 @@ $(FUZZ_DIR)/fuzz_portspec: tests/fuzz/fuzz_portspec.c src/portspec.c src/portspe
 		src/path_policy.c src/path_policy.h
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_portspec.c src/portspec.c src/path_policy.c -o $@
+
+$(FUZZ_DIR)/fuzz_flow_parse: tests/fuzz/fuzz_flow_parse.c src/flow_parse.c src/flow.h \
+		src/flow_key.h
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_flow_parse.c src/flow_parse.c -o $@
 
 FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
 FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
