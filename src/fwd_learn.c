@@ -873,6 +873,66 @@ static json_t *learn_describe(void *state, const char *const *port_names)
 			 "port_settings", ports);
 }
 
+/* Appends "port N, port M" for the OpenFlow numbers of SET to BUF. */
+static void trace_set(char *buf, size_t len, uint64_t set)
+{
+	size_t used = strlen(buf);
+
+	if (set == 0)
+		snprintf(buf + used, len - used, "nobody");
+	while (set != 0 && used < len) {
+		unsigned int p = (unsigned int)__builtin_ctzll(set);
+
+		set &= set - 1;
+		used += (size_t)snprintf(buf + used, len - used, "port %u%s", p + 1,
+					 set != 0 ? ", " : "");
+	}
+}
+
+/*
+ * The bridge's decision for one frame, explained: the same parse and table reads as the data
+ * path, without learning, counting or storm buckets (trace must not disturb traffic).
+ */
+static void learn_trace(void *state, uint16_t in, struct rte_mbuf *m, struct fwd_trace *t)
+{
+	const struct learn *L = state;
+	const struct fdb_slot *s;
+	struct l2_frame f;
+	uint64_t members;
+	int drop = l2_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), in,
+			    L->access_tag[in], L->member, L->forward_reserved, &f);
+	size_t used;
+
+	if (drop >= 0) {
+		snprintf(t->text, sizeof(t->text), "learn: dropped (%s)\n",
+			 stats_drop_name((enum stats_drop)drop));
+		return;
+	}
+	s = fdb_lookup(&L->fdb, f.src_key, fdb_hash(f.src_key));
+	used = (size_t)snprintf(t->text, sizeof(t->text), "learn: VLAN %u; source %s\n", f.vlan,
+				s == NULL ? "unknown: would be learned on the input port" :
+				(fdb_slot_port_flags(s) & FDB_PORT_MASK) == in ?
+				"known on the input port" : "known on another port: would move");
+	members = L->member[f.vlan] & ~bit(in);
+	if (f.dst_key != 0 && (s = fdb_lookup(&L->fdb, f.dst_key, fdb_hash(f.dst_key))) != NULL) {
+		uint32_t out = fdb_slot_port_flags(s) & FDB_PORT_MASK;
+
+		if (out == in)
+			snprintf(t->text + used, sizeof(t->text) - used, "destination behind the "
+				 "input port: dropped (hairpin)\n");
+		else
+			snprintf(t->text + used, sizeof(t->text) - used, "destination known: "
+				 "unicast to port %u\n", out + 1);
+		return;
+	}
+	used += (size_t)snprintf(t->text + used, sizeof(t->text) - used, "%s: flood to ",
+				 f.dst_key == 0 ? "group destination" : "unknown destination");
+	trace_set(t->text, sizeof(t->text), members);
+	used = strlen(t->text);
+	snprintf(t->text + used, sizeof(t->text) - used, "%s\n",
+		 L->storm_cost[in] != 0 ? " (within the input port's storm limit)" : "");
+}
+
 const struct fwd_ops fwd_learn_ops = {
 	.mode = "learn",
 	.create = learn_create,
@@ -880,6 +940,7 @@ const struct fwd_ops fwd_learn_ops = {
 	.port_added = learn_port_added,
 	.port_removed = learn_port_removed,
 	.process = learn_process,
+	.trace = learn_trace,
 	.describe = learn_describe,
 	.tick = learn_tick,
 	.reclaim = learn_reclaim,
