@@ -1247,7 +1247,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
 	struct prog_run run = { 0 };
 	const struct flow_prog *p = NULL;
-	uint16_t i, uniform;
+	uint16_t i, uniform, last = 0;
 
 	w->tsc = rte_rdtsc();
 	for (i = 0; i < n; i++) {
@@ -1255,12 +1255,12 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		if (i == 0 || !same_headers(pkts[i - 1], m, &w->key[i - 1])) {
+		/* A frame like the one before it is that frame's key and program: no copy. */
+		if (i == 0 || !same_headers(pkts[i - 1], m, &w->key[last])) {
+			last = i;
 			flow_key_extract(rte_pktmbuf_mtod(m, const uint8_t *),
 					 rte_pktmbuf_data_len(m), in, &w->key[i]);
 			p = find_program(F, w, wid, in, gen, i, &run);
-		} else {
-			w->key[i] = w->key[i - 1];
 		}
 		if (p != run.p) {
 			flush_run(&run, wid, w->tsc);
