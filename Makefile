@@ -51,10 +51,11 @@ test-unit: build
 #   portspec  the port-spec parser and the path policy
 #   fwd       learn mode's burst processing on real mbufs (EAL in-process, no hugepages)
 #   rpc       the control protocol: ctl_handle_line() and every method, null and ring ports
+#   flow_key  flow mode's key extraction and composition, and the packet modifications
 # Each runs from a copy of its corpus in $(BUILD)/fuzz/corpus/<name>/, which keeps what the
 # runs find; crashes land in $(BUILD)/fuzz/ as <name>-crash-*.
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS := learn portspec fwd rpc
+FUZZ_TARGETS := learn portspec fwd rpc flow_key
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_SECONDS ?= 600
 # `make test-fuzz` (part of `make test`): this long per target, about 80 s in all.
@@ -71,6 +72,12 @@ $(FUZZ_DIR)/fuzz_portspec: tests/fuzz/fuzz_portspec.c src/portspec.c src/portspe
 		src/path_policy.c src/path_policy.h
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_portspec.c src/portspec.c src/path_policy.c -o $@
+
+$(FUZZ_DIR)/fuzz_flow_key: tests/fuzz/fuzz_flow_key.c src/flow_key.c src/flow_key.h \
+		src/flow_mod.c src/flow_mod.h src/flow.h tests/unit/flow_test_util.h
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -Itests/unit tests/fuzz/fuzz_flow_key.c src/flow_key.c src/flow_mod.c \
+		-o $@
 
 FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
 FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
