@@ -51,10 +51,11 @@ test-unit: build
 #   portspec  the port-spec parser and the path policy
 #   fwd       learn mode's burst processing on real mbufs (EAL in-process, no hugepages)
 #   rpc       the control protocol: ctl_handle_line() and every method, null and ring ports
+#   flow_key  flow mode's key extraction and composition, and the packet modifications
 # Each runs from a copy of its corpus in $(BUILD)/fuzz/corpus/<name>/, which keeps what the
 # runs find; crashes land in $(BUILD)/fuzz/ as <name>-crash-*.
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS := learn portspec fwd rpc flow_parse
+FUZZ_TARGETS := learn portspec fwd rpc flow_parse flow_key
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_SECONDS ?= 600
 # `make test-fuzz` (part of `make test`): this long per target, about 80 s in all.
@@ -77,6 +78,12 @@ $(FUZZ_DIR)/fuzz_flow_parse: tests/fuzz/fuzz_flow_parse.c src/flow_parse.c src/f
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) tests/fuzz/fuzz_flow_parse.c src/flow_parse.c -o $@
 
+$(FUZZ_DIR)/fuzz_flow_key: tests/fuzz/fuzz_flow_key.c src/flow_key.c src/flow_key.h \
+		src/flow_mod.c src/flow_mod.h src/flow.h tests/unit/flow_test_util.h
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -Itests/unit tests/fuzz/fuzz_flow_key.c src/flow_key.c src/flow_mod.c \
+		-o $@
+
 FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
 FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
 
@@ -89,7 +96,9 @@ $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC
 
 # The daemon but main.c (the target has its own) and unmap_guard.c (a munmap() for memif);
 # ctl.c is included by the target. port.c's GCC-only noipa attribute is no news to clang.
-FUZZ_RPC_SRC := src/ctl_methods.c src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
+FUZZ_RPC_SRC := src/ctl_methods.c src/ctl_flow.c src/classifier.c src/flow_key.c \
+		src/flow_mod.c src/flow_parse.c src/fwd_flow.c \
+		src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
 		src/path_policy.c src/pool.c src/port.c src/port_afpacket.c src/port_afxdp.c \
 		src/portspec.c src/state.c src/stats.c src/switch.c src/worker.c
 

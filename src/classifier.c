@@ -72,7 +72,7 @@ struct cls_slot_free {
 static inline uint32_t cls_gather(const struct cls_subtable *st, const struct flow_key *key,
 				  uint64_t *buf)
 {
-	const uint64_t *k = (const uint64_t *)key, *m = (const uint64_t *)&st->mask;
+	const flow_key_word *k = (const flow_key_word *)key, *m = (const flow_key_word *)&st->mask;
 	unsigned int i;
 
 	for (i = 0; i < st->n_words; i++)
@@ -203,7 +203,7 @@ static struct cls_subtable *find_subtable(const struct cls_table *t,
 
 static struct cls_subtable *new_subtable(struct cls_table *t, const struct flow_key *mask)
 {
-	const uint64_t *m = (const uint64_t *)mask;
+	const flow_key_word *m = (const flow_key_word *)mask;
 	struct cls_subtable *st = calloc(1, sizeof(*st));
 	unsigned int i;
 

@@ -50,6 +50,9 @@ struct fm_hdrs {
 	uint8_t whole;             /* the whole IP packet (by its length) is in the frame */
 	uint8_t rh_dst;            /* IPv6: a routing header with segments left: the L4
 				    * pseudo-header's destination is not the header's */
+	uint8_t deep;              /* IPv6: L4 behind more than IPV6_EXT_MAX extension headers,
+				    * which extraction does not reach: its checksum is kept
+				    * right, its ports are not set */
 };
 
 /* The L3 offset of a frame and its EtherType (after one tag and 802.3 SNAP), or 0. */
@@ -125,7 +128,8 @@ static bool fm_find(const uint8_t *data, uint32_t len, struct fm_hdrs *h)
 		end = plen < avail ? plen : avail;
 		h->end = l3 + end;
 		nh = ip[6];
-		for (i = 0; i < IPV6_EXT_MAX; i++) {
+		/* Bounded by the packet's length (8 bytes a header at least), not by a count. */
+		for (i = 0;; i++) {
 			if (nh >= 64 || !((IPV6_EXT_MASK >> nh) & 1))
 				break;
 			if (end - p < 8)
@@ -144,8 +148,7 @@ static bool fm_find(const uint8_t *data, uint32_t len, struct fm_hdrs *h)
 			nh = ip[p];
 			p += ((uint32_t)ip[p + 1] + 1) * 8;
 		}
-		if (nh < 64 && ((IPV6_EXT_MASK >> nh) & 1))
-			return true;
+		h->deep = i > IPV6_EXT_MAX;
 		h->l4 = l3 + p;
 		h->proto = nh;
 		return true;
@@ -241,7 +244,7 @@ static int set_port(uint8_t *data, uint32_t len, uint32_t at, const uint8_t *val
 	uint32_t need, room;
 	uint8_t *l4;
 
-	if (!fm_find(data, len, &h) || h.l4 == 0)
+	if (!fm_find(data, len, &h) || h.l4 == 0 || h.deep)
 		return -1;
 	room = h.end - h.l4;
 	l4 = data + h.l4;

@@ -1715,8 +1715,8 @@ static int check_refs(const struct flow *F, const struct flow_rule_spec *s, bool
 
 static bool overlaps(const struct flow_match *a, const struct flow_match *b)
 {
-	const uint64_t *ka = (const uint64_t *)&a->key, *ma = (const uint64_t *)&a->mask;
-	const uint64_t *kb = (const uint64_t *)&b->key, *mb = (const uint64_t *)&b->mask;
+	const flow_key_word *ka = (const flow_key_word *)&a->key, *ma = (const flow_key_word *)&a->mask;
+	const flow_key_word *kb = (const flow_key_word *)&b->key, *mb = (const flow_key_word *)&b->mask;
 	unsigned int i;
 
 	for (i = 0; i < FLOW_KEY_WORDS; i++)
@@ -1832,10 +1832,10 @@ static bool acts_use(const struct flow_action *a, uint16_t n, bool group, uint32
 static bool selected(const struct flow_rule *r, const struct flow_rule_spec *f, bool strict)
 {
 	const struct flow_insns *in = r->insns;
-	const uint64_t *rm = (const uint64_t *)&r->cls.match.mask;
-	const uint64_t *rk = (const uint64_t *)&r->cls.match.key;
-	const uint64_t *fm = (const uint64_t *)&f->match.mask;
-	const uint64_t *fk = (const uint64_t *)&f->match.key;
+	const flow_key_word *rm = (const flow_key_word *)&r->cls.match.mask;
+	const flow_key_word *rk = (const flow_key_word *)&r->cls.match.key;
+	const flow_key_word *fm = (const flow_key_word *)&f->match.mask;
+	const flow_key_word *fk = (const flow_key_word *)&f->match.key;
 	unsigned int i;
 
 	if (f->table != FLOW_TABLE_ALL && f->table != r->table)

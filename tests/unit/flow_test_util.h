@@ -67,7 +67,7 @@ struct ref_checked {
 /*
  * Whether every checksum of frame F (LEN bytes; Ethernet, one tag, IPv4 or IPv6 with
  * extension headers, L4 of unfragmented packets all in the frame) is valid. A UDP checksum
- * of 0 over IPv4 counts as valid.
+ * of 0 counts as valid over IPv4 (none) and invalid over IPv6.
  */
 static inline bool ref_check_frame(const uint8_t *f, uint32_t len, struct ref_checked *what)
 {
@@ -145,8 +145,9 @@ static inline bool ref_check_frame(const uint8_t *f, uint32_t len, struct ref_ch
 	if ((proto == 6 && end - l4 >= 20) || (proto == 17 && end - l4 >= 8) ||
 	    (proto == 58 && v6 && end - l4 >= 4)) {
 		what->l4 = true;
-		if (proto == 17 && !v6 && ref_get16(f + l4 + 6) == 0)
-			return true;
+		/* UDP checksum 0: none over IPv4, invalid over IPv6 (RFC 8200, 8.1). */
+		if (proto == 17 && ref_get16(f + l4 + 6) == 0)
+			return !v6;
 		return ref_sum(f + l4, end - l4, (uint32_t)psum + proto + (end - l4)) == 0xffff;
 	}
 	if (proto == 1 && !v6 && end - l4 >= 4) {
