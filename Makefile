@@ -87,7 +87,7 @@ $(FUZZ_DIR)/fuzz_flow_key: tests/fuzz/fuzz_flow_key.c src/flow_key.c src/flow_ke
 FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
 FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
 
-FUZZ_FWD_SRC := src/fwd_learn.c src/fdb.c src/worker.c src/pool.c src/port_afpacket.c
+FUZZ_FWD_SRC := src/fwd_learn.c src/fdb.c src/worker.c src/pool.c src/port_afpacket.c src/stats.c
 
 $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC) \
 		$(wildcard src/*.h)

@@ -72,7 +72,8 @@ struct cls_slot_free {
 static inline uint32_t cls_gather(const struct cls_subtable *st, const struct flow_key *key,
 				  uint64_t *buf)
 {
-	const flow_key_word *k = (const flow_key_word *)key, *m = (const flow_key_word *)&st->mask;
+	const flow_key_word *k = (const flow_key_word *)key;
+	const flow_key_word *m = (const flow_key_word *)&st->mask;
 	unsigned int i;
 
 	for (i = 0; i < st->n_words; i++)

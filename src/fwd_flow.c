@@ -588,10 +588,11 @@ static int select_bucket(const struct xlate *x, const struct flow_group *g)
 
 	if (g->total_weight == 0)
 		return -1;
-	h = rte_hash_crc(k->dl_src, 12, h);
-	h = rte_hash_crc(&k->nw_proto, 1, h);
-	h = rte_hash_crc(&k->tp_src, 4, h);
-	h = rte_hash_crc(&k->nw_src, 8, h);
+	h = rte_hash_crc(k->dl_dst, 12, h);      /* both addresses, 8-byte aligned */
+	h = rte_hash_crc_1byte(k->nw_proto, h);
+	h = rte_hash_crc_4byte((uint32_t)k->tp_src << 16 | k->tp_dst, h);
+	h = rte_hash_crc_4byte(k->nw_src, h);
+	h = rte_hash_crc_4byte(k->nw_dst, h);
 	h = rte_hash_crc(k->ipv6_src, 32, h);
 	pick = h % g->total_weight;
 	for (i = 0; i < g->spec->n_buckets; i++) {
@@ -1715,8 +1716,10 @@ static int check_refs(const struct flow *F, const struct flow_rule_spec *s, bool
 
 static bool overlaps(const struct flow_match *a, const struct flow_match *b)
 {
-	const flow_key_word *ka = (const flow_key_word *)&a->key, *ma = (const flow_key_word *)&a->mask;
-	const flow_key_word *kb = (const flow_key_word *)&b->key, *mb = (const flow_key_word *)&b->mask;
+	const flow_key_word *ka = (const flow_key_word *)&a->key;
+	const flow_key_word *ma = (const flow_key_word *)&a->mask;
+	const flow_key_word *kb = (const flow_key_word *)&b->key;
+	const flow_key_word *mb = (const flow_key_word *)&b->mask;
 	unsigned int i;
 
 	for (i = 0; i < FLOW_KEY_WORDS; i++)
