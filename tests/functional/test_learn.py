@@ -279,7 +279,7 @@ def test_learn_requests_refused_clearly(daemon: Daemon) -> None:
     daemon.call("add-switch", name="br0", mode="learn")
     daemon.call("add-port", switch="br0", name="r0", spec=f"ring:name=slr{os.getpid()}")
     bad: list[tuple[str, dict[str, Any], str]] = [
-        ("add-switch", {"name": "x", "mode": "patch", "aging": 5}, "learn mode only"),
+        ("add-switch", {"name": "x", "mode": "patch", "aging": 5}, "learn and flow modes only"),
         ("add-switch", {"name": "x", "mode": "learn", "max_entries": 1}, "max_entries"),
         ("add-switch", {"name": "x", "mode": "learn", "aging": -1}, "non-negative"),
         ("set-switch", {"switch": "pt", "aging": 5}, "patch mode"),
