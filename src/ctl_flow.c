@@ -535,6 +535,22 @@ out:
 	return result;
 }
 
+json_t *ctl_flows_removed(json_t *params, struct ctl_error *e)
+{
+	static const struct param defs[] = {
+		{ "switch", P_STRING, true }, { "max", P_UINT, false }, { NULL, 0, false } };
+	json_t *max = json_object_get(params, "max");
+	struct sw *s;
+
+	if (ctl_check_params(params, defs, e) != 0 || (s = find_flow_switch(params, e)) == NULL)
+		return NULL;
+	return json_pack("{s:s, s:o}", "switch", s->name, "removed",
+			 fwd_flow_removed(s->fwd, max != NULL ?
+					  (unsigned int)RTE_MIN(json_integer_value(max),
+								CTL_FLOW_MAX_PACKET_INS) :
+					  CTL_FLOW_MAX_PACKET_INS));
+}
+
 json_t *ctl_packet_ins(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {

@@ -44,5 +44,6 @@ json_t *ctl_del_meters(json_t *params, struct ctl_error *e);
 json_t *ctl_dump_meters(json_t *params, struct ctl_error *e);
 json_t *ctl_trace(json_t *params, struct ctl_error *e);
 json_t *ctl_packet_ins(json_t *params, struct ctl_error *e);
+json_t *ctl_flows_removed(json_t *params, struct ctl_error *e);
 
 #endif

@@ -1097,6 +1097,7 @@ static const struct {
 	{ "dump-meters", ctl_dump_meters, false },
 	{ "trace", ctl_trace, false },
 	{ "packet-ins", ctl_packet_ins, false },
+	{ "flows-removed", ctl_flows_removed, false },
 };
 
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)

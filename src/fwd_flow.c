@@ -2420,6 +2420,27 @@ json_t *fwd_flow_packet_ins(void *state, unsigned int max)
 	return a;
 }
 
+json_t *fwd_flow_removed(void *state, unsigned int max)
+{
+	struct flow *F = state;
+	json_t *a = json_array();
+
+	while (F->removed_count > 0 && max-- > 0) {
+		struct removed_record *r = &F->removed[F->removed_head];
+
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:f}", "flow",
+						   r->text != NULL ? r->text : "?", "reason",
+						   r->reason, "packets", (json_int_t)r->packets,
+						   "bytes", (json_int_t)r->bytes, "duration",
+						   r->duration));
+		free(r->text);
+		r->text = NULL;
+		F->removed_head = (F->removed_head + 1) % FLOW_REMOVED_KEEP;
+		F->removed_count--;
+	}
+	return a;
+}
+
 static json_t *flow_describe(void *state, const char *const *port_names)
 {
 	struct flow *F = state;

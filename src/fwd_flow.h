@@ -65,6 +65,10 @@ json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flo
 /* Takes up to MAX queued packet-ins (the `controller` action and table misses). */
 json_t *fwd_flow_packet_ins(void *state, unsigned int max);
 
+/* Takes up to MAX records of rules removed by a timeout, or deleted with send_flow_rem:
+ * their match, the reason and their final counters (flow-removed for the agent). */
+json_t *fwd_flow_removed(void *state, unsigned int max);
+
 /* The learning bridge the `normal` action uses (its address table: fdb-* verbs). */
 void *fwd_flow_learn(void *state);
 

@@ -446,6 +446,11 @@ VERBS: tuple[Verb, ...] = (
          "first, with reason, table, cookie, input port and their first bytes.",
          ("packet-ins br0", "packet-ins br0 --max 10 --json"),
          (SWITCH, Arg("max", "take at most N", option="--max", metavar="N", type=_count))),
+    Verb("flows-removed", "take the records of rules that timed out",
+         "Take (and print) the records of rules removed by an idle or hard timeout, or "
+         "deleted while they had send_flow_rem: match, reason and final counters.",
+         ("flows-removed br0",),
+         (SWITCH, Arg("max", "take at most N", option="--max", metavar="N", type=_count))),
     Verb("clear-stats", "zero the counters",
          "Zero the counters of every port of SWITCH, or of every port.",
          ("clear-stats", "clear-stats br0"),
@@ -787,6 +792,8 @@ def format_result(verb: str, result: Json) -> str:
             return ctl_flow.format_trace(result)
         case "packet-ins":
             return ctl_flow.format_packet_ins(result)
+        case "flows-removed":
+            return ctl_flow.format_removed(result)
         case "add-flows" | "add-flow":
             return f"{result.get('added')} rule(s) added"
         case "replace-flows":

@@ -83,3 +83,12 @@ def format_packet_ins(r: Mapping[str, Any]) -> str:
     return "\n".join(f"packet-in in_port={p.get('in_port')} reason={p.get('reason')} "
                      f"table={p.get('table')} cookie={p.get('cookie')} "
                      f"total_len={p.get('total_len')} data={p.get('data')}" for p in pins)
+
+
+def format_removed(r: Mapping[str, Any]) -> str:
+    removed: Sequence[Mapping[str, Any]] = r.get("removed") or []
+    if not removed:
+        return f"switch {r.get('switch')}: no removed rules recorded"
+    return "\n".join(f"removed ({f.get('reason')}) {f.get('flow')}: n_packets={f.get('packets')}, "
+                     f"n_bytes={f.get('bytes')}, duration={float(f.get('duration', 0)):.3f}s"
+                     for f in removed)
