@@ -2,7 +2,7 @@
 /*
  * The control socket: accepts clients, frames requests by line, checks the JSON-RPC
  * envelope and hands the method to ctl_methods.c. A client that sends garbage gets an
- * error answer (or, past 64 KiB without a newline, an answer and a closed connection);
+ * error answer (or, past 64 MiB without a newline, an answer and a closed connection);
  * nothing a client sends can stop the daemon.
  *
  * One thread serves every client, so it never waits for one: sockets are non-blocking and
@@ -30,7 +30,13 @@
 #include "switch.h"
 
 #define CTL_MAX_CLIENTS 64
-#define CTL_LINE_MAX (64 * 1024)
+/*
+ * A client's input buffer starts at CTL_LINE_MIN and grows, by doubling, for a longer request
+ * (add-flows of 100,000 rules is about 8 MiB) up to CTL_LINE_MAX; it shrinks back once the
+ * long request is served.
+ */
+#define CTL_LINE_MIN (64 * 1024)
+#define CTL_LINE_MAX (64 * 1024 * 1024)
 #define CTL_OUT_PAUSE (256 * 1024)      /* a client's requests wait while this much is unread */
 #define CTL_OUT_MAX (16 * 1024 * 1024)  /* a client with more unread answers is dropped */
 #define CTL_OUT_KEEP (64 * 1024)        /* a larger drained output buffer is freed */
@@ -46,8 +52,8 @@ struct client {
 	uint64_t last_ms;        /* when bytes last moved either way */
 	char *out;               /* answers not yet sent: out[sent..used) */
 	size_t out_sent, out_used, out_cap;
-	size_t len;
-	char buf[CTL_LINE_MAX + 1];
+	size_t len, cap;
+	char *buf;               /* cap + 1 bytes */
 };
 
 static int listen_fd = -1;
@@ -328,6 +334,7 @@ static void free_client(struct client *c)
 {
 	close(c->fd);
 	free(c->out);
+	free(c->buf);
 	free(c);
 }
 
@@ -499,10 +506,15 @@ static void accept_client(void)
 		return;
 	}
 	c = calloc(1, sizeof(*c));
+	if (c != NULL && (c->buf = malloc(CTL_LINE_MIN + 1)) == NULL) {
+		free(c);
+		c = NULL;
+	}
 	if (c == NULL) {
 		close(fd);
 		return;
 	}
+	c->cap = CTL_LINE_MIN;
 	c->fd = fd;
 	c->events = EPOLLIN;
 	c->last_ms = now_ms();
@@ -516,6 +528,18 @@ static bool only_space(const char *s, const char *end)
 	for (; s < end; s++)
 		if (*s != ' ' && *s != '\t' && *s != '\r')
 			return false;
+	return true;
+}
+
+/* Gives C's input buffer room for CAP bytes; false when no memory (it stays as it was). */
+static bool resize_input(struct client *c, size_t cap)
+{
+	char *buf = realloc(c->buf, cap + 1);
+
+	if (buf == NULL)
+		return false;
+	c->buf = buf;
+	c->cap = cap;
 	return true;
 }
 
@@ -547,11 +571,13 @@ static int serve_lines(struct client *c, unsigned int slot)
 	memmove(c->buf, start, c->len);
 	if (rc == 0 && !c->closing && c->len == CTL_LINE_MAX &&
 	    memchr(c->buf, '\n', c->len) == NULL) {
-		resp = error_line(NULL, CTL_INVALID_REQUEST, "request longer than 64 KiB");
+		resp = error_line(NULL, CTL_INVALID_REQUEST, "request longer than 64 MiB");
 		if (resp != NULL)
 			rc = queue_line(c, resp);
 		c->closing = true;
 	}
+	if (c->cap > CTL_LINE_MIN && c->len <= CTL_LINE_MIN)
+		resize_input(c, CTL_LINE_MIN);
 	return rc;
 }
 
@@ -583,7 +609,11 @@ static void read_client(unsigned int slot)
 
 	if (c->len == CTL_LINE_MAX || c->closing)
 		return;
-	n = recv(c->fd, c->buf + c->len, CTL_LINE_MAX - c->len, MSG_DONTWAIT);
+	/* A full buffer holds no newline (serve_lines answered every line): a long request. */
+	if (c->len == c->cap && (memchr(c->buf, '\n', c->len) != NULL ||
+				  !resize_input(c, RTE_MIN(c->cap * 2, (size_t)CTL_LINE_MAX))))
+		return;
+	n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		drop_client(slot);
 		return;

@@ -96,9 +96,15 @@ def test_oversized_line_and_notification(daemon: Daemon) -> None:
     rpc.sock.sendall(b'{"jsonrpc": "2.0", "method": "add-switch", "params": {"name": "n"}}\n')
     assert daemon.call("list-switches")[0]["name"] == "n"   # notification ran, no answer
     other = Rpc(daemon.socket)
+    # Long requests are fine (add-flows of many rules): 70 KiB of garbage is a parse error.
     answer = other.raw(b"x" * (70 * 1024))
+    assert answer["error"]["code"] == -32700
+    # 64 MiB without a newline is too long: an answer, and the connection is closed.
+    other.sock.sendall(b"x" * (64 * 1024 * 1024))
+    answer = json.loads(other.reader.readline())
     assert answer["error"]["code"] == INVALID_REQUEST
-    assert "64 KiB" in answer["error"]["message"]
+    assert "64 MiB" in answer["error"]["message"]
+    assert other.reader.readline() == b""
     other.close()
     assert daemon.call("version")["version"]
 
