@@ -27,6 +27,7 @@
 
 #include "log.h"
 #include "port.h"
+#include "state.h"
 #include "switch.h"
 
 #define CTL_MAX_CLIENTS 64
@@ -732,7 +733,7 @@ static void abort_setup(void)
 int ctl_serve(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, events[16];
-	int sigfd, setupfd, n, i, timeout = CTL_LINK_MS;
+	int sigfd, setupfd, n, i, timeout = CTL_LINK_MS, state_due;
 	uint64_t last_links = 0, now;
 	bool running = true;
 
@@ -772,6 +773,9 @@ int ctl_serve(void)
 			}
 		}
 		timeout = sw_tick_all() ? CTL_HOUSEKEEPING_MS : CTL_LINK_MS;
+		state_due = state_pending_ms();
+		if (state_due >= 0)
+			timeout = RTE_MIN(timeout, state_due);
 		if (port_setup_pending() != NULL) {   /* its deadline, or a cancel to repeat */
 			port_setup_poll();
 			timeout = RTE_MIN(timeout, CTL_SETUP_POLL_MS);
@@ -783,6 +787,7 @@ int ctl_serve(void)
 			last_links = now;
 		}
 	}
+	state_flush();
 	abort_setup();
 	close(sigfd);
 	close(epoll_fd);

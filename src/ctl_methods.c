@@ -1056,48 +1056,49 @@ static json_t *m_fdb_show(json_t *params, struct ctl_error *e)
 }
 
 /* CONFIGURES: a success changes the configuration, so the state file is rewritten
- * (add-port's, when its set-up finishes: finish_setup). */
+ * (add-port's, when its set-up finishes: finish_setup); after the answer for requests that
+ * carry many rules (state.h). */
 static const struct {
 	const char *name;
 	json_t *(*fn)(json_t *params, struct ctl_error *e);
-	bool configures;
+	enum { SAVE_NO, SAVE_NOW, SAVE_LATER } configures;
 } methods[] = {
-	{ "version", m_version, false },
-	{ "add-switch", m_add_switch, true },
-	{ "del-switch", m_del_switch, true },
-	{ "list-switches", m_list_switches, false },
-	{ "add-port", m_add_port, false },
-	{ "del-port", m_del_port, true },
-	{ "patch", m_patch, true },
-	{ "unpatch", m_unpatch, true },
-	{ "list-ports", m_list_ports, false },
-	{ "show", m_show, false },
-	{ "stats", m_stats, false },
-	{ "get-stats", m_stats, false },
-	{ "clear-stats", m_clear_stats, false },
-	{ "set-switch", m_set_switch, true },
-	{ "set-port", m_set_port, true },
-	{ "fdb-add", m_fdb_add, true },
-	{ "fdb-del", m_fdb_del, true },
-	{ "fdb-flush", m_fdb_flush, true },
-	{ "fdb-show", m_fdb_show, false },
-	{ "add-flow", ctl_add_flow, true },
-	{ "add-flows", ctl_add_flows, true },
-	{ "mod-flows", ctl_mod_flows, true },
-	{ "del-flows", ctl_del_flows, true },
-	{ "replace-flows", ctl_replace_flows, true },
-	{ "dump-flows", ctl_dump_flows, false },
-	{ "add-group", ctl_add_group, true },
-	{ "mod-group", ctl_mod_group, true },
-	{ "del-groups", ctl_del_groups, true },
-	{ "dump-groups", ctl_dump_groups, false },
-	{ "add-meter", ctl_add_meter, true },
-	{ "mod-meter", ctl_mod_meter, true },
-	{ "del-meters", ctl_del_meters, true },
-	{ "dump-meters", ctl_dump_meters, false },
-	{ "trace", ctl_trace, false },
-	{ "packet-ins", ctl_packet_ins, false },
-	{ "flows-removed", ctl_flows_removed, false },
+	{ "version", m_version, SAVE_NO },
+	{ "add-switch", m_add_switch, SAVE_NOW },
+	{ "del-switch", m_del_switch, SAVE_NOW },
+	{ "list-switches", m_list_switches, SAVE_NO },
+	{ "add-port", m_add_port, SAVE_NO },
+	{ "del-port", m_del_port, SAVE_NOW },
+	{ "patch", m_patch, SAVE_NOW },
+	{ "unpatch", m_unpatch, SAVE_NOW },
+	{ "list-ports", m_list_ports, SAVE_NO },
+	{ "show", m_show, SAVE_NO },
+	{ "stats", m_stats, SAVE_NO },
+	{ "get-stats", m_stats, SAVE_NO },
+	{ "clear-stats", m_clear_stats, SAVE_NO },
+	{ "set-switch", m_set_switch, SAVE_NOW },
+	{ "set-port", m_set_port, SAVE_NOW },
+	{ "fdb-add", m_fdb_add, SAVE_NOW },
+	{ "fdb-del", m_fdb_del, SAVE_NOW },
+	{ "fdb-flush", m_fdb_flush, SAVE_NOW },
+	{ "fdb-show", m_fdb_show, SAVE_NO },
+	{ "add-flow", ctl_add_flow, SAVE_NOW },
+	{ "add-flows", ctl_add_flows, SAVE_LATER },
+	{ "mod-flows", ctl_mod_flows, SAVE_NOW },
+	{ "del-flows", ctl_del_flows, SAVE_NOW },
+	{ "replace-flows", ctl_replace_flows, SAVE_LATER },
+	{ "dump-flows", ctl_dump_flows, SAVE_NO },
+	{ "add-group", ctl_add_group, SAVE_NOW },
+	{ "mod-group", ctl_mod_group, SAVE_NOW },
+	{ "del-groups", ctl_del_groups, SAVE_NOW },
+	{ "dump-groups", ctl_dump_groups, SAVE_NO },
+	{ "add-meter", ctl_add_meter, SAVE_NOW },
+	{ "mod-meter", ctl_mod_meter, SAVE_NOW },
+	{ "del-meters", ctl_del_meters, SAVE_NOW },
+	{ "dump-meters", ctl_dump_meters, SAVE_NO },
+	{ "trace", ctl_trace, SAVE_NO },
+	{ "packet-ins", ctl_packet_ins, SAVE_NO },
+	{ "flows-removed", ctl_flows_removed, SAVE_NO },
 };
 
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)
@@ -1108,8 +1109,10 @@ json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)
 		if (strcmp(methods[i].name, method) == 0) {
 			json_t *result = methods[i].fn(params, e);
 
-			if (result != NULL && methods[i].configures)
+			if (result != NULL && methods[i].configures == SAVE_NOW)
 				state_save();
+			else if (result != NULL && methods[i].configures == SAVE_LATER)
+				state_save_later();
 			return result;
 		}
 	return fail(e, CTL_METHOD_NOT_FOUND, "unknown method '%s'", method);
