@@ -662,11 +662,16 @@ def format_show(r: Mapping[str, Any]) -> str:
         ports = s.get("ports") or []
         count = f"{len(ports)} port{'' if len(ports) == 1 else 's'}" if ports else "no ports"
         out.append(f"switch {s.get('name')}: mode {s.get('mode')}, {count}")
-        if ports:
+        if ports and s.get("mode") == "flow":     # rules may name ports by number
             rows = [[p.get("name"), p.get("id"), p.get("ofport"), p.get("kind"), p.get("link"),
-                     p.get("peer"), p.get("worker"), p.get("spec")] for p in ports]
-            out.append(table(["port", "id", "ofport", "kind", "link", "peer", "worker", "spec"],
-                             rows, right={1, 2, 6}, indent="    "))
+                     p.get("worker"), p.get("spec")] for p in ports]
+            out.append(table(["port", "id", "ofport", "kind", "link", "worker", "spec"],
+                             rows, right={1, 2, 5}, indent="    "))
+        elif ports:
+            rows = [[p.get("name"), p.get("id"), p.get("kind"), p.get("link"), p.get("peer"),
+                     p.get("worker"), p.get("spec")] for p in ports]
+            out.append(table(["port", "id", "kind", "link", "peer", "worker", "spec"], rows,
+                             right={1, 5}, indent="    "))
         if ports and "links" in s:
             links = ", ".join(" <-> ".join(str(x) for x in link) for link in s["links"])
             out.append(f"    links: {links or 'none'}")

@@ -44,7 +44,8 @@ from sluice.rpc import (
 )
 
 REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "hairpin", "vlan",
-           "no_match", "action_drop", "reserved_multicast", "storm"]
+           "no_match", "action_drop", "reserved_multicast", "storm", "meter", "ttl_expired",
+           "controller_queue_full", "group_no_live_bucket"]
 REPO = Path(__file__).resolve().parents[2]
 
 # ---- argv -> (method, params) ----
@@ -107,7 +108,45 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
                          "duration": 2.5, "direction": "rx"}),
     (["metrics"], "metrics", {}),
     (["metrics", "--listen", "127.0.0.1:9410"], "metrics", {"listen": "127.0.0.1:9410"}),
+    (["add-switch", "br2", "--mode", "flow"], "add-switch", {"name": "br2", "mode": "flow"}),
+    (["add-flow", "br2", "priority=1,in_port=a,actions=output:b"], "add-flow",
+     {"switch": "br2", "flow": "priority=1,in_port=a,actions=output:b"}),
+    (["mod-flows", "br2", "in_port=a,actions=drop"], "mod-flows",
+     {"switch": "br2", "flow": "in_port=a,actions=drop"}),
+    (["mod-flows", "br2", "--strict", "priority=1,in_port=a,actions=drop"], "mod-flows",
+     {"switch": "br2", "flow": "priority=1,in_port=a,actions=drop", "strict": True}),
+    (["del-flows", "br2"], "del-flows", {"switch": "br2"}),
+    (["del-flows", "br2", "in_port=a", "--strict"], "del-flows",
+     {"switch": "br2", "flow": "in_port=a", "strict": True}),
+    (["dump-flows", "br2", "table=1"], "dump-flows", {"switch": "br2", "flow": "table=1"}),
+    (["add-group", "br2", "group_id=1,type=all,bucket=output:a"], "add-group",
+     {"switch": "br2", "group": "group_id=1,type=all,bucket=output:a"}),
+    (["mod-group", "br2", "group_id=1,type=all,bucket=output:b"], "mod-group",
+     {"switch": "br2", "group": "group_id=1,type=all,bucket=output:b"}),
+    (["del-groups", "br2", "group_id=1"], "del-groups", {"switch": "br2", "group": "group_id=1"}),
+    (["dump-groups", "br2"], "dump-groups", {"switch": "br2"}),
+    (["add-meter", "br2", "meter=1,pktps,bands=type=drop,rate=10"], "add-meter",
+     {"switch": "br2", "meter": "meter=1,pktps,bands=type=drop,rate=10"}),
+    (["mod-meter", "br2", "meter=1,pktps,bands=type=drop,rate=20"], "mod-meter",
+     {"switch": "br2", "meter": "meter=1,pktps,bands=type=drop,rate=20"}),
+    (["del-meters", "br2"], "del-meters", {"switch": "br2"}),
+    (["dump-meters", "br2"], "dump-meters", {"switch": "br2"}),
+    (["trace", "br2", "in_port=a,tcp,tp_dst=80"], "trace",
+     {"switch": "br2", "packet": "in_port=a,tcp,tp_dst=80"}),
+    (["packet-ins", "br2", "--max", "3"], "packet-ins", {"switch": "br2", "max": 3}),
+    (["flows-removed", "br2"], "flows-removed", {"switch": "br2"}),
 ]
+
+
+def test_rule_files_are_read_whole(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.txt"
+    rules.write_text("# web\npriority=1,tcp,tp_dst=80,actions=output:b\n\n")
+    for verb in ("add-flows", "replace-flows"):
+        assert build_request(make_parser().parse_args([verb, "br2", str(rules)])) == (
+            verb, {"switch": "br2", "flows": ["# web", "priority=1,tcp,tp_dst=80,"
+                                              "actions=output:b", ""]})
+    with pytest.raises(ValueError, match="cannot read"):
+        build_request(make_parser().parse_args(["add-flows", "br2", str(tmp_path / "no")]))
 
 
 @pytest.mark.parametrize(("argv", "method", "params"), REQUESTS)
@@ -116,13 +155,16 @@ def test_argv_to_request(argv: list[str], method: str, params: dict[str, str]) -
 
 
 def test_every_verb_has_a_request_test() -> None:
-    tested = {argv[0] for argv, _, _ in REQUESTS}
+    tested = {argv[0] for argv, _, _ in REQUESTS} | {"add-flows", "replace-flows"}
     names = {v.name for v in VERBS} | {a for v in VERBS for a in v.aliases}
     assert tested == names
     assert {v.name for v in VERBS} == {
         "version", "add-switch", "del-switch", "list-switches", "add-port", "del-port",
         "patch", "unpatch", "list-ports", "show", "stats", "clear-stats", "set-switch",
-        "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush", "capture", "metrics"}
+        "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush", "capture", "metrics",
+        "add-flow", "add-flows", "replace-flows", "mod-flows", "del-flows", "dump-flows",
+        "add-group", "mod-group", "del-groups", "dump-groups", "add-meter", "mod-meter",
+        "del-meters", "dump-meters", "trace", "packet-ins", "flows-removed"}
 
 
 @pytest.mark.parametrize("argv", [
