@@ -937,8 +937,19 @@ static void apply_mods(const struct flow_prog *p, const struct flow_egress *e,
 	}
 }
 
-static void add_extra(struct fwd_burst *fb, struct rte_mbuf *m, uint64_t set)
+/*
+ * Hands copy M to the worker for the ports of SET. The worker takes FWD_MAX_BURST copies a
+ * burst; a burst of frames that each go several ways can want more: the rest are freed and
+ * counted as failed copies (`copy_failed` in show), never lost silently.
+ */
+static void add_extra(struct flow_worker *w, struct fwd_burst *fb, struct rte_mbuf *m,
+		      uint64_t set)
 {
+	if (unlikely(fb->n_extra == FWD_MAX_BURST)) {
+		stats_add(&w->copy_failed, 1);
+		rte_pktmbuf_free(m);
+		return;
+	}
 	fb->extra[fb->n_extra].m = m;
 	fb->extra[fb->n_extra++].set = set;
 }
@@ -979,7 +990,7 @@ static void carry(struct flow_worker *w, const struct flow_egress *e, uint16_t i
 			return;
 		}
 		if (set & bit(in))      /* an in_port output among others: stage_flood skips it */
-			add_extra(fb, share(m), bit(in));
+			add_extra(w, fb, share(m), bit(in));
 		fb->out[i] = FWD_OUT_FLOOD;
 		fb->flood[i] = set & ~bit(in);
 		return;
@@ -1007,7 +1018,7 @@ static void send_copy(struct flow_worker *w, const struct flow_egress *e, uint16
 {
 	switch (e->kind) {
 	case EG_PORTS:
-		add_extra(fb, c, e->ports);
+		add_extra(w, fb, c, e->ports);
 		return;
 	case EG_CONTROLLER:
 		queue_pin(w, e, in, c);
@@ -1020,27 +1031,41 @@ static void send_copy(struct flow_worker *w, const struct flow_egress *e, uint16
 	}
 }
 
+/* The egress that gets the received mbuf itself: one to ports without changes if there
+ * is one, else one to the controller without changes, else the last. */
+static unsigned int pick_carrier(const struct flow_prog *p)
+{
+	unsigned int j, fallback = p->n_egress - 1;
+
+	for (j = 0; j < p->n_egress; j++) {
+		if (p->eg[j].n_mods != 0)
+			continue;
+		if (p->eg[j].kind == EG_PORTS)
+			return j;
+		if (p->eg[j].kind == EG_CONTROLLER && p->eg[fallback].kind != EG_CONTROLLER)
+			fallback = j;
+	}
+	return fallback;
+}
+
 /*
  * The general case: several egresses, header changes, the controller or the bridge. The
- * received mbuf goes to one egress, preferably one to ports without changes; every other
- * egress gets a shared reference when it needs no change, else a copy made before anything
- * is changed.
+ * received mbuf goes to one egress (pick_carrier); every other egress gets a shared
+ * reference when neither it nor the carrier changes the frame, else a copy made before
+ * anything is changed. The bridge (`normal`) may retag a frame in place, so it counts as
+ * changing it.
  */
 static void run_general(struct flow_worker *w, const struct flow_prog *p, uint16_t in,
 			struct rte_mbuf *m, uint16_t i, struct fwd_burst *fb)
 {
 	struct rte_mbuf *c[PROG_MAX_EGRESS];
-	unsigned int j, carrier = p->n_egress - 1;
+	unsigned int j, carrier = pick_carrier(p);
+	bool carrier_changes = p->eg[carrier].n_mods != 0 || p->eg[carrier].kind == EG_NORMAL;
 
-	for (j = 0; j < p->n_egress; j++)
-		if (p->eg[j].kind == EG_PORTS && p->eg[j].n_mods == 0) {
-			carrier = j;
-			break;
-		}
 	for (j = 0; j < p->n_egress; j++) {
 		if (j == carrier)
 			continue;
-		if (p->eg[j].n_mods == 0) {
+		if (p->eg[j].n_mods == 0 && p->eg[j].kind != EG_NORMAL && !carrier_changes) {
 			c[j] = share(m);
 			continue;
 		}
@@ -1097,13 +1122,13 @@ static void run_normal(struct flow *F, struct flow_worker *w, uint16_t in,
 			fb->flood[i] = nfb->flood[j];
 			fb->drop[i] = nfb->uniform != FWD_OUT_MIXED ? nfb->drop[0] : nfb->drop[j];
 		} else if (set != 0) {
-			add_extra(fb, m, set);
+			add_extra(w, fb, m, set);
 		} else {
 			rte_pktmbuf_free(m);
 		}
 	}
 	for (j = 0; j < nfb->n_extra; j++)
-		add_extra(fb, nfb->extra[j].m, nfb->extra[j].set);
+		add_extra(w, fb, nfb->extra[j].m, nfb->extra[j].set);
 	w->n_normal = 0;
 }
 
