@@ -196,6 +196,8 @@ struct flow_worker {
 
 	/* scratch for one burst */
 	struct flow_key key[FWD_MAX_BURST];
+	uint32_t last_hl;                  /* same_headers(): how many bytes last_hdr holds */
+	uint8_t last_hdr[FLOW_SAME_BYTES];
 	/* frames for the embedded learning bridge (`normal`) */
 	uint16_t n_normal;
 	struct rte_mbuf *normal_pkts[FWD_MAX_BURST];
@@ -1171,25 +1173,61 @@ static inline struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
 }
 
 /*
- * Whether frame B may reuse frame A's key: the same length and the same first bytes, as far
- * as any header the key reads can reach (98 bytes for a tagged IPv4 frame with every option
- * and TCP). An IPv6 frame with extension headers can reach further: it is parsed anew.
+ * How many of a frame's first bytes its key depends on, from the key extracted from it: the
+ * Ethernet header and tag, the IP header with its options, and the L4 header's first bytes
+ * (ports, TCP flags, ICMP type and code). A later frame whose first that many bytes are the
+ * same has the same key. 0 when the frame is not one this reasoning covers (802.3 frames,
+ * IPv6 with extension headers): it is always parsed.
  */
-static inline bool same_headers(const struct rte_mbuf *a, const struct rte_mbuf *b,
-				const struct flow_key *ka)
+static uint32_t key_header_len(const struct flow_key *k, const uint8_t *data, uint32_t len)
 {
-	uint16_t len = rte_pktmbuf_data_len(a);
-	const uint8_t *da = rte_pktmbuf_mtod(a, const uint8_t *);
+	uint32_t l2 = k->vlan_tci != 0 ? 18u : 14u, l3, hl;
+	uint16_t type;
 
-	if (len != rte_pktmbuf_data_len(b) || len < RTE_ETHER_HDR_LEN)
-		return false;
-	if (ka->dl_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
-		uint32_t next = (ka->vlan_tci != 0 ? 18u : 14u) + 6;
-
-		if (next >= len || da[next] != ka->nw_proto)
-			return false;
+	if (len < l2)
+		return 0;
+	memcpy(&type, data + l2 - 2, 2);
+	if (type != k->dl_type)                 /* 802.3 with SNAP, or more tags */
+		return 0;
+	if (k->dl_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
+		return l2 + 28;
+	if (k->dl_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+		if (len < l2 + 20)
+			return 0;
+		l3 = RTE_MAX((uint32_t)(data[l2] & 0xf) * 4, 20u);
+	} else if (k->dl_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
+		if (len < l2 + 40 || data[l2 + 6] != k->nw_proto ||
+		    (k->nw_proto != IPPROTO_TCP && k->nw_proto != IPPROTO_UDP &&
+		     k->nw_proto != IPPROTO_SCTP && k->nw_proto != IPPROTO_ICMPV6))
+			return 0;                       /* extension headers */
+		l3 = 40;
+	} else {
+		return l2;
 	}
-	return memcmp(da, rte_pktmbuf_mtod(b, const void *), RTE_MIN(len, FLOW_SAME_BYTES)) == 0;
+	hl = l2 + l3;
+	if (!(k->nw_frag & FLOW_FRAG_LATER))     /* a later fragment has no L4 header */
+		hl += (k->nw_proto == IPPROTO_TCP ? 20u : k->nw_proto == IPPROTO_UDP ? 8u :
+				k->nw_proto == IPPROTO_SCTP ? 12u :
+				k->nw_proto == IPPROTO_ICMP || k->nw_proto == IPPROTO_ICMPV6 ? 4u : 0u);
+	return hl <= FLOW_SAME_BYTES && hl <= len ? hl : 0;
+}
+
+/* Keeps the first bytes of the frame whose key was just extracted (as it came in: a
+ * program may change the frame itself), for same_headers(). */
+static inline void remember_headers(struct flow_worker *w, const struct flow_key *k,
+				    const struct rte_mbuf *m)
+{
+	const uint8_t *data = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	w->last_hl = key_header_len(k, data, rte_pktmbuf_data_len(m));
+	memcpy(w->last_hdr, data, w->last_hl);
+}
+
+/* Whether M has the key of the frame remember_headers() kept. */
+static inline bool same_headers(const struct flow_worker *w, const struct rte_mbuf *m)
+{
+	return w->last_hl != 0 && rte_pktmbuf_data_len(m) >= w->last_hl &&
+	       memcmp(rte_pktmbuf_mtod(m, const void *), w->last_hdr, w->last_hl) == 0;
 }
 
 /* Adds a run of packets of one program to its rules' and groups' counters. */
@@ -1273,7 +1311,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
 	struct prog_run run = { 0 };
 	const struct flow_prog *p = NULL;
-	uint16_t i, uniform, last = 0;
+	uint16_t i, uniform;
 
 	w->tsc = rte_rdtsc();
 	for (i = 0; i < n; i++) {
@@ -1281,11 +1319,11 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		/* A frame like the one before it is that frame's key and program: no copy. */
-		if (i == 0 || !same_headers(pkts[i - 1], m, &w->key[last])) {
-			last = i;
+		/* A frame with the headers of the one before it has its key and program. */
+		if (i == 0 || !same_headers(w, m)) {
 			flow_key_extract(rte_pktmbuf_mtod(m, const uint8_t *),
 					 rte_pktmbuf_data_len(m), in, &w->key[i]);
+			remember_headers(w, &w->key[i], m);
 			p = find_program(F, w, wid, in, gen, i, &run);
 		}
 		if (p != run.p) {
