@@ -4,7 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 
 .PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz fuzz-build \
-	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help
+	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help install uninstall
 
 all: build
 
@@ -25,6 +25,9 @@ help:
 	@echo "                  (BENCH_ARGS='--duration 2' shortens either)"
 	@echo "make soak         SOAK_SECONDS (3600) of mixed traffic, hot-plug and VNF restarts;"
 	@echo "                  checks accounting, mbuf leaks and memory (build/soak/summary.json)"
+	@echo "make install      install into PREFIX (/usr/local) under DESTDIR: programs, Python"
+	@echo "                  package, man pages, completion, systemd unit, configuration"
+	@echo "make uninstall    remove what make install installed (same PREFIX and DESTDIR)"
 	@echo "make clean        remove $(BUILD)/"
 
 setup:
@@ -85,8 +88,8 @@ $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC
 # The daemon but main.c (the target has its own) and unmap_guard.c (a munmap() for memif);
 # ctl.c is included by the target. port.c's GCC-only noipa attribute is no news to clang.
 FUZZ_RPC_SRC := src/ctl_methods.c src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
-		src/path_policy.c src/pool.c src/port.c src/port_afpacket.c src/port_afxdp.c \
-		src/portspec.c src/state.c src/stats.c src/switch.c src/worker.c
+		src/notify.c src/path_policy.c src/pool.c src/port.c src/port_afpacket.c \
+		src/port_afxdp.c src/portspec.c src/state.c src/stats.c src/switch.c src/worker.c
 
 $(FUZZ_DIR)/fuzz_rpc: tests/fuzz/fuzz_rpc.c tests/fuzz/fuzz_eal.h src/ctl.c $(FUZZ_RPC_SRC) \
 		$(wildcard src/*.h)
@@ -156,6 +159,21 @@ SOAK_SECONDS ?= 3600
 soak: setup build
 	SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -s -v -p no:cacheprovider \
 		-o timeout=$$(( $(SOAK_SECONDS) + 600 )) tests/soak/test_soak.py
+
+# docs/install.md. The build directory is configured for PREFIX (a prefix of /usr puts the
+# configuration in /etc); meson installs into DESTDIR/PREFIX, and keeps a log of what it
+# installed, which `make uninstall` reads (dist/uninstall.sh).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR = $(if $(filter /usr,$(PREFIX)),/etc,etc)
+
+install: $(BUILD)/build.ninja
+	meson configure $(BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR)
+	ninja -C $(BUILD)
+	meson install -C $(BUILD) --no-rebuild --destdir "$(DESTDIR)"
+
+uninstall:
+	DESTDIR="$(DESTDIR)" dist/uninstall.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
