@@ -4,7 +4,8 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 
 .PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz fuzz-build \
-	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help install uninstall
+	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help install uninstall \
+	pkg-deb pkg-test
 
 all: build
 
@@ -28,6 +29,10 @@ help:
 	@echo "make install      install into PREFIX (/usr/local) under DESTDIR: programs, Python"
 	@echo "                  package, man pages, completion, systemd unit, configuration"
 	@echo "make uninstall    remove what make install installed (same PREFIX and DESTDIR)"
+	@echo "make pkg-deb      the Debian package (dpkg-buildpackage, debhelper + meson) and"
+	@echo "                  lintian, into $(BUILD)/deb/"
+	@echo "make pkg-test     install that package, run its sluiced and sluicectl, purge it,"
+	@echo "                  check nothing is left"
 	@echo "make clean        remove $(BUILD)/"
 
 setup:
@@ -174,6 +179,30 @@ install: $(BUILD)/build.ninja
 
 uninstall:
 	DESTDIR="$(DESTDIR)" dist/uninstall.sh $(BUILD)
+
+# The Debian package (docs/install.md): dpkg-buildpackage in a copy of the tree (the files
+# git tracks or would track), then lintian; the .deb lands in $(BUILD)/deb/.
+VERSION := $(shell cat VERSION)
+PKG_DIR := $(BUILD)/deb
+PKG_SRC := $(PKG_DIR)/sluice-$(VERSION)
+DEB     := $(PKG_DIR)/sluice_$(VERSION)_$(shell dpkg --print-architecture).deb
+
+pkg-deb:
+	scripts/setup.sh --no-huge
+	rm -rf $(PKG_DIR) && mkdir -p $(PKG_SRC)
+	git ls-files -z --cached --others --exclude-standard | \
+		xargs -0 sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done' sh | \
+		xargs -0 cp --parents -t $(PKG_SRC)
+	cd $(PKG_SRC) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning\
+		$(PKG_DIR)/sluice_$(VERSION)_*.changes
+	@echo "pkg-deb: $(DEB)"
+
+pkg-test: $(DEB)
+	scripts/pkg-test.sh $(DEB)
+
+$(DEB):
+	$(MAKE) --no-print-directory pkg-deb
 
 clean:
 	rm -rf $(BUILD)
