@@ -25,7 +25,8 @@
 	X(NO_MATCH, "no_match")         \
 	X(ACTION_DROP, "action_drop")   \
 	X(RESERVED_MULTICAST, "reserved_multicast") \
-	X(STORM, "storm")
+	X(STORM, "storm")               \
+	X(MTU_EXCEEDED, "mtu_exceeded")
 
 enum stats_drop {
 #define STATS_DROP_ENUM(sym, name) STATS_DROP_##sym,
