@@ -4,7 +4,8 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 
 .PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz fuzz-build \
-	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help
+	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help install uninstall \
+	pkg-deb pkg-test
 
 all: build
 
@@ -25,6 +26,13 @@ help:
 	@echo "                  (BENCH_ARGS='--duration 2' shortens either)"
 	@echo "make soak         SOAK_SECONDS (3600) of mixed traffic, hot-plug and VNF restarts;"
 	@echo "                  checks accounting, mbuf leaks and memory (build/soak/summary.json)"
+	@echo "make install      install into PREFIX (/usr/local) under DESTDIR: programs, Python"
+	@echo "                  package, man pages, completion, systemd unit, configuration"
+	@echo "make uninstall    remove what make install installed (same PREFIX and DESTDIR)"
+	@echo "make pkg-deb      the Debian package (dpkg-buildpackage, debhelper + meson) and"
+	@echo "                  lintian, into $(BUILD)/deb/"
+	@echo "make pkg-test     install that package, run its sluiced and sluicectl, purge it,"
+	@echo "                  check nothing is left"
 	@echo "make clean        remove $(BUILD)/"
 
 setup:
@@ -99,7 +107,7 @@ $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC
 FUZZ_RPC_SRC := src/ctl_methods.c src/ctl_flow.c src/classifier.c src/flow_key.c \
 		src/flow_mod.c src/flow_parse.c src/fwd_flow.c \
 		src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
-		src/path_policy.c src/pool.c src/port.c src/port_afpacket.c src/port_afxdp.c \
+		src/notify.c src/path_policy.c src/pool.c src/port.c src/port_afpacket.c src/port_afxdp.c \
 		src/portspec.c src/state.c src/stats.c src/switch.c src/worker.c
 
 $(FUZZ_DIR)/fuzz_rpc: tests/fuzz/fuzz_rpc.c tests/fuzz/fuzz_eal.h src/ctl.c $(FUZZ_RPC_SRC) \
@@ -170,6 +178,45 @@ SOAK_SECONDS ?= 3600
 soak: setup build
 	SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -s -v -p no:cacheprovider \
 		-o timeout=$$(( $(SOAK_SECONDS) + 600 )) tests/soak/test_soak.py
+
+# docs/install.md. The build directory is configured for PREFIX (a prefix of /usr puts the
+# configuration in /etc); meson installs into DESTDIR/PREFIX, and keeps a log of what it
+# installed, which `make uninstall` reads (dist/uninstall.sh).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR = $(if $(filter /usr,$(PREFIX)),/etc,etc)
+
+install: $(BUILD)/build.ninja
+	meson configure $(BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(SYSCONFDIR)
+	ninja -C $(BUILD)
+	meson install -C $(BUILD) --no-rebuild --destdir "$(DESTDIR)"
+
+uninstall:
+	DESTDIR="$(DESTDIR)" dist/uninstall.sh $(BUILD)
+
+# The Debian package (docs/install.md): dpkg-buildpackage in a copy of the tree (the files
+# git tracks or would track), then lintian; the .deb lands in $(BUILD)/deb/.
+VERSION := $(shell cat VERSION)
+PKG_DIR := $(BUILD)/deb
+PKG_SRC := $(PKG_DIR)/sluice-$(VERSION)
+DEB     := $(PKG_DIR)/sluice_$(VERSION)_$(shell dpkg --print-architecture).deb
+
+pkg-deb:
+	scripts/setup.sh --no-huge
+	rm -rf $(PKG_DIR) && mkdir -p $(PKG_SRC)
+	git ls-files -z --cached --others --exclude-standard | \
+		xargs -0 sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done' sh | \
+		xargs -0 cp --parents -t $(PKG_SRC)
+	cd $(PKG_SRC) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning\
+		$(PKG_DIR)/sluice_$(VERSION)_*.changes
+	@echo "pkg-deb: $(DEB)"
+
+pkg-test: $(DEB)
+	scripts/pkg-test.sh $(DEB)
+
+$(DEB):
+	$(MAKE) --no-print-directory pkg-deb
 
 clean:
 	rm -rf $(BUILD)

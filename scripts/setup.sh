@@ -40,11 +40,15 @@ debian_packages=(
 	iperf3 iputils-ping ethtool
 	clang libclang-rt-14-dev
 	chromium
+	scdoc python3-shtab debhelper dpkg-dev lintian fakeroot
 )
 # dpdk-dev has dpdk-dumpcap, which `sluicectl capture` runs (it must be the DPDK sluiced is
 # built on: a secondary process attaches to the daemon's shared memory).
 # clang and its runtime build the libFuzzer target; headless Chromium renders the HTML report
 # in a test of `make test`.
+# scdoc makes the man pages and python3-shtab sluicectl's shell completion (for the system
+# Python that installed commands run on); debhelper, dpkg-dev, lintian and fakeroot build
+# and check the Debian package (make pkg-deb, docs/install.md).
 # dpdk-doc ships the sources of DPDK's examples, which --peers builds (l2fwd, l3fwd, basicfwd).
 # sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK, and the plain build
 # whose userspace datapath is the ovs-netdev peer (a private ovsdb-server and ovs-vswitchd
@@ -82,14 +86,15 @@ install_debian_packages() {
 # rich and matplotlib: sluice-bench's progress bar and report figures; MLRsearch: its
 # NDR/PDR search (FD.io CSIT's); prometheus-client: `sluicectl metrics`, the Prometheus
 # exporter (docs/capture-metrics.md).
+# shtab: sluicectl's shell completion (python -m sluice.completion).
 python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1
-	prometheus-client)
+	prometheus-client shtab)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch, prometheus_client' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch, prometheus_client, shtab' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi

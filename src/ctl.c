@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "notify.h"
 #include "port.h"
 #include "state.h"
 #include "switch.h"
@@ -281,7 +283,9 @@ int ctl_apply_config(const char *file)
 
 /* ---- socket ---- */
 
-static int make_parent_dir(const char *path)
+/* Makes PATH's directory if it is missing, group GID's when GID is not -1 (so the socket
+ * group's members can reach the socket in it). */
+static int make_parent_dir(const char *path, gid_t gid)
 {
 	char dir[sizeof(listen_path)];
 	char *slash;
@@ -291,14 +295,36 @@ static int make_parent_dir(const char *path)
 	if (slash == NULL || slash == dir)
 		return 0;
 	*slash = '\0';
-	if (mkdir(dir, 0750) != 0 && errno != EEXIST)
-		return -1;
+	if (mkdir(dir, 0750) != 0)
+		return errno == EEXIST ? 0 : -1;
+	if (gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) != 0)
+		LOG(WARNING, "cannot give %s to group %u: %s", dir, (unsigned int)gid,
+		    strerror(errno));
 	return 0;
+}
+
+/* The socket group's id, or -1 when there is none (not configured, or no such group). */
+static gid_t socket_gid(void)
+{
+	const char *name = ctl_cfg.socket_group;
+	struct group *g;
+
+	if (name == NULL || name[0] == '\0')
+		return (gid_t)-1;
+	errno = 0;
+	g = getgrnam(name);
+	if (g == NULL) {
+		LOG(WARNING, "no group '%s': the control socket stays the daemon's group's "
+		    "(only root and that group may use it)", name);
+		return (gid_t)-1;
+	}
+	return g->gr_gid;
 }
 
 int ctl_listen(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	gid_t gid;
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -306,7 +332,8 @@ int ctl_listen(const char *path)
 		return -1;
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (make_parent_dir(path) != 0) {
+	gid = socket_gid();
+	if (make_parent_dir(path, gid) != 0) {
 		LOG(ERR, "cannot make the directory of %s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -325,9 +352,16 @@ int ctl_listen(const char *path)
 		close(fd);
 		return -1;
 	}
+	if (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) != 0) {
+		LOG(ERR, "cannot give %s to group %s: %s", path, ctl_cfg.socket_group, strerror(errno));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
 	listen_fd = fd;
 	snprintf(listen_path, sizeof(listen_path), "%s", path);
-	LOG(INFO, "control socket %s", path);
+	LOG(INFO, "control socket %s%s%s", path, gid != (gid_t)-1 ? ", group " : "",
+	    gid != (gid_t)-1 ? ctl_cfg.socket_group : "");
 	return 0;
 }
 
@@ -762,6 +796,7 @@ int ctl_serve(void)
 
 				if (read(sigfd, &si, sizeof(si)) == sizeof(si))
 					LOG(NOTICE, "signal %u: shutting down", si.ssi_signo);
+				notify_send("STOPPING=1\nSTATUS=shutting down");
 				running = false;
 			} else if (tag == UINT32_MAX - 1) {
 				drain_eventfd(setupfd);

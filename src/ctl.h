@@ -59,12 +59,14 @@ int ctl_apply_file(const char *file, bool keep_going);
 
 struct ctl_config {
 	unsigned int idle_timeout_s;       /* close a client silent this long; 0: never */
+	const char *socket_group;          /* chgrp the socket to it, if it exists; NULL: no */
 };
 
 /* Sets the control server's limits (before ctl_serve). */
 void ctl_init(const struct ctl_config *cfg);
 
-/* Listens on PATH (made 0660; an abandoned socket file is replaced, a live one refused). */
+/* Listens on PATH (made 0660, and given to the configured socket group when that group
+ * exists; an abandoned socket file is replaced, a live one refused). */
 int ctl_listen(const char *path);
 
 /* Serves clients until SIGINT or SIGTERM. Those signals must be blocked in every thread. */

@@ -213,14 +213,14 @@ static json_t *port_json(struct port *p)
 
 	port_refresh_link(p);
 	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
-	return json_pack("{ss ss si si si ss ss ss si ss so ss si}",
+	return json_pack("{ss ss si si si ss ss ss si ss so ss si si sb}",
 			 "name", p->name, "switch", p->sw->name, "id", p->id,
 			 "ofport", (int)p->sw_index + 1,
 			 "generation", (json_int_t)p->generation, "spec", p->spec,
 			 "kind", portspec_kind_name(p->ps.kind), "device", p->ps.devname,
 			 "ethdev", p->ethdev == PORT_NO_ETHDEV ? -1 : (int)p->ethdev, "link", port_link_is_up(p) ? "up" : "down",
 			 "peer", peer ? json_string(peer) : json_null(), "mac", mac,
-			 "worker", p->worker);
+			 "worker", p->worker, "mtu", (int)p->mtu, "mtu_set", p->mtu_set);
 }
 
 static json_t *drops_json(const struct port_totals *t)
@@ -924,21 +924,47 @@ static int vlan_cfg(json_t *params, struct learn_vlan_cfg *cfg, struct ctl_error
 	return -1;
 }
 
+/* set-port's mtu, which any switch's port takes (docs/ports.md, MTU). */
+static json_t *set_port_mtu(json_t *params, struct ctl_error *e)
+{
+	char err[256];
+	struct port *p;
+	struct sw *s;
+
+	if ((s = find_switch(params, "switch", e)) == NULL ||
+	    (p = find_port(s, params, "name", e)) == NULL)
+		return NULL;
+	if (port_set_mtu(p, (unsigned int)json_integer_value(json_object_get(params, "mtu")),
+			 err, sizeof(err)) != 0)
+		return fail(e, CTL_DEVICE, "port %s: %s", p->name, err);
+	p->mtu_set = true;
+	return json_object();
+}
+
 static json_t *m_set_port(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
 		{ "switch", P_STRING, true }, { "name", P_STRING, true },
 		{ "vlan_mode", P_STRING, false }, { "tag", P_UINT, false },
 		{ "trunks", P_STRING, false }, { "learn_limit", P_UINT, false },
-		{ "storm_pps", P_UINT, false }, { NULL, 0, false } };
+		{ "storm_pps", P_UINT, false }, { "mtu", P_UINT, false }, { NULL, 0, false } };
 	json_t *limit = json_object_get(params, "learn_limit");
 	json_t *storm = json_object_get(params, "storm_pps");
+	json_t *mtu = json_object_get(params, "mtu");
 	struct learn_vlan_cfg cfg;
 	struct port *p;
 	struct sw *s;
 	int rc;
 
-	if (check_params(params, defs, e) != 0 || (s = find_learn_switch(params, e)) == NULL ||
+	if (check_params(params, defs, e) != 0)
+		return NULL;
+	if (mtu != NULL && (json_integer_value(mtu) < PORTSPEC_MTU_MIN ||
+			    json_integer_value(mtu) > PORTSPEC_MTU_MAX))
+		return fail(e, CTL_INVALID_PARAMS, "'mtu' must be %d to %d", PORTSPEC_MTU_MIN,
+			    PORTSPEC_MTU_MAX);
+	if (mtu != NULL && json_object_size(params) == 3)     /* switch, name, mtu: any mode */
+		return set_port_mtu(params, e);
+	if ((s = find_learn_switch(params, e)) == NULL ||
 	    (p = find_port(s, params, "name", e)) == NULL || (rc = vlan_cfg(params, &cfg, e)) < 0)
 		return NULL;
 	if (limit != NULL && json_integer_value(limit) > LEARN_MAX_ENTRIES)
@@ -949,7 +975,9 @@ static json_t *m_set_port(json_t *params, struct ctl_error *e)
 			    LEARN_MAX_STORM_PPS);
 	if (rc == 1 && limit == NULL && storm == NULL)
 		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: vlan_mode, tag, "
-			    "trunks, learn_limit, storm_pps)");
+			    "trunks, learn_limit, storm_pps, mtu)");
+	if (mtu != NULL && set_port_mtu(params, e) == NULL)
+		return NULL;
 	if (rc == 0)
 		fwd_learn_set_vlan(learn_of(s), p->sw_index, &cfg);
 	if (limit != NULL)

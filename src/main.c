@@ -24,6 +24,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "notify.h"
 #include "state.h"
 #include "path_policy.h"
 #include "port.h"
@@ -60,6 +61,9 @@ static void usage(FILE *f)
 "\n"
 "options:\n"
 "  --socket PATH        control socket (default %s, mode 0660)\n"
+"  --socket-group NAME  give the control socket to group NAME, so its members may use\n"
+"                       sluicectl without root (no such group: a warning, and the\n"
+"                       socket keeps the daemon's group); the service passes sluice\n"
 "  --config FILE        JSON-RPC requests to run at start, one per line; ignored when\n"
 "                       a state file exists (the state holds what it made)\n"
 "  --state FILE         keep the configuration in FILE, rewritten on every change and\n"
@@ -114,7 +118,7 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
        O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR, O_CLIENT_IDLE, O_STATE, O_NO_STATE,
-       O_SETUP_TIMEOUT };
+       O_SETUP_TIMEOUT, O_SOCKET_GROUP };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
@@ -123,6 +127,7 @@ static int parse_one(struct options *o, int c, const char *arg)
 
 	switch (c) {
 	case O_SOCKET: o->socket = arg; return 0;
+	case O_SOCKET_GROUP: o->ctl.socket_group = arg; return 0;
 	case O_CONFIG: o->config = arg; return 0;
 	case O_STATE: o->state = arg; return 0;
 	case O_NO_STATE: o->state = ""; return 0;
@@ -165,6 +170,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "socket-group", required_argument, NULL, O_SOCKET_GROUP },
 		{ "config", required_argument, NULL, O_CONFIG },
 		{ "state", required_argument, NULL, O_STATE },
 		{ "no-state", no_argument, NULL, O_NO_STATE },
@@ -397,6 +403,11 @@ static int run(const struct options *o)
 	if (configure(o) != 0)
 		goto stop;
 	LOG(NOTICE, "sluiced %s ready, %u worker(s)", SLUICE_VERSION, wk_count());
+	/* The socket listens and the configuration is applied: a client connecting now is
+	 * served as soon as ctl_serve starts, a moment later. */
+	if (notify_send("READY=1\nSTATUS=serving the control socket") != 0)
+		LOG(WARNING, "cannot notify the service manager on $NOTIFY_SOCKET: %s",
+		    strerror(errno));
 	rc = ctl_serve() == 0 ? 0 : 1;
 stop:
 	wk_stop();

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <net/if.h>
@@ -166,6 +167,108 @@ static int setup_queues(struct port *p, const struct rte_eth_dev_info *info, cha
 	return rc;
 }
 
+static void publish_mtu(struct port *p, unsigned int mtu)
+{
+	p->mtu = mtu;
+	__atomic_store_n(&p->max_frame, mtu + RTE_ETHER_HDR_LEN, __ATOMIC_RELAXED);
+}
+
+/* A kernel interface's MTU: read (MTU 0) or set. -1 with errno on failure. */
+static int kernel_mtu(const char *iface, unsigned int *mtu)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc, saved;
+
+	if (fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	ifr.ifr_mtu = (int)*mtu;
+	rc = ioctl(fd, *mtu == 0 ? SIOCGIFMTU : SIOCSIFMTU, &ifr);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (rc == 0 && *mtu == 0)
+		*mtu = (unsigned int)ifr.ifr_mtu;
+	return rc;
+}
+
+/* The kernel interface an af_packet port is on (its spec's iface=). */
+static void afp_iface(const struct port *p, char *name, size_t len)
+{
+	const char *iface = strstr(p->ps.devargs, "iface=");
+
+	iface = iface != NULL ? iface + strlen("iface=") : "";
+	snprintf(name, len, "%.*s", (int)strcspn(iface, ","), iface);
+}
+
+int port_set_mtu(struct port *p, unsigned int mtu, char *err, size_t err_len)
+{
+	char name[IF_NAMESIZE];
+	int rc;
+
+	if (mtu < PORTSPEC_MTU_MIN || mtu > PORTSPEC_MTU_MAX) {
+		snprintf(err, err_len, "mtu must be %d to %d, not %u", PORTSPEC_MTU_MIN,
+			 PORTSPEC_MTU_MAX, mtu);
+		return -1;
+	}
+	if (p->afp != NULL) {
+		afp_iface(p, name, sizeof(name));
+		if (kernel_mtu(name, &mtu) != 0) {
+			snprintf(err, err_len, "cannot set the MTU of %s to %u: %s", name, mtu,
+				 strerror(errno));
+			return -1;
+		}
+	} else if (p->ethdev != PORT_NO_ETHDEV) {
+		rc = rte_eth_dev_set_mtu(p->ethdev, (uint16_t)mtu);
+		if (rc != 0 && rc != -ENOTSUP) {
+			snprintf(err, err_len, "the device refuses MTU %u: %s", mtu,
+				 rte_strerror(-rc));
+			return -1;
+		}
+	}
+	publish_mtu(p, mtu);
+	return 0;
+}
+
+/*
+ * The MTU a new ethdev port starts with: its spec's mtu= (within what the device allows),
+ * else the device's own. Frames longer than a buffer need the device's scatter offload to
+ * be received as chains, and multi-segment transmit to be sent: asked for where it has them.
+ */
+static int prepare_mtu(struct port *p, const struct rte_eth_dev_info *info,
+		       struct rte_eth_conf *conf, char *err, size_t err_len)
+{
+	uint16_t mtu = RTE_ETHER_MTU;
+
+	if (p->ps.mtu == 0) {
+		if (rte_eth_dev_get_mtu(p->ethdev, &mtu) != 0 || mtu == 0)
+			mtu = RTE_ETHER_MTU;
+		p->mtu = mtu;
+		return 0;
+	}
+	p->mtu = p->ps.mtu;
+	if (p->ps.kind == PORTSPEC_MEMIF &&
+	    p->ps.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN > info->max_rx_pktlen)
+		/* DPDK's memif says 1518 B but chains buffers (MEMIF_DESC_FLAG_NEXT) both ways:
+		 * the MTU is sluice's limit alone. */
+		return 0;
+	if (p->ps.mtu < info->min_mtu || p->ps.mtu > info->max_mtu ||
+	    p->ps.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN > info->max_rx_pktlen) {
+		snprintf(err, err_len, "mtu %u: the device takes %u to %u", p->ps.mtu,
+			 info->min_mtu, RTE_MIN((uint32_t)info->max_mtu, info->max_rx_pktlen -
+						RTE_ETHER_HDR_LEN - RTE_VLAN_HLEN));
+		return -1;
+	}
+	conf->rxmode.mtu = p->ps.mtu;
+	if (p->ps.mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN > RTE_MBUF_DEFAULT_DATAROOM) {
+		if (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
+			conf->rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+		if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+			conf->txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	}
+	return 0;
+}
+
 static int configure_device(struct port *p, char *err, size_t err_len)
 {
 	struct rte_eth_conf conf = { 0 };
@@ -177,6 +280,8 @@ static int configure_device(struct port *p, char *err, size_t err_len)
 		snprintf(err, err_len, "cannot read device info: %s", rte_strerror(-rc));
 		return -1;
 	}
+	if (prepare_mtu(p, &info, &conf, err, err_len) != 0)
+		return -1;
 	/* Ask for link-change interrupts only where the device has them (vhost-user does). */
 	if (*info.dev_flags & RTE_ETH_DEV_INTR_LSC) {
 		conf.intr_conf.lsc = 1;
@@ -189,6 +294,13 @@ static int configure_device(struct port *p, char *err, size_t err_len)
 		snprintf(err, err_len, "device configure failed: %s", rte_strerror(-rc));
 		return -1;
 	}
+	/* Where the device has an MTU of its own (tap, virtio-user, af_xdp, PCI), set it. */
+	rc = conf.rxmode.mtu != 0 ? rte_eth_dev_set_mtu(p->ethdev, (uint16_t)p->mtu) : 0;
+	if (rc != 0 && rc != -ENOTSUP) {
+		snprintf(err, err_len, "the device refuses MTU %u: %s", p->mtu, rte_strerror(-rc));
+		return -1;
+	}
+	publish_mtu(p, p->mtu);
 	if (setup_queues(p, &info, err, err_len) != 0)
 		return -1;
 	rc = rte_eth_dev_start(p->ethdev);
@@ -343,6 +455,19 @@ static int open_afpacket(struct port *p, char *err, size_t err_len)
 	}
 	p->ethdev = PORT_NO_ETHDEV;
 	p->tx_offloads = true;
+	/* The kernel interface's MTU: the spec's, set on it, or the one it has. */
+	if (p->ps.mtu != 0 ? port_set_mtu(p, p->ps.mtu, err, err_len) != 0 : 0) {
+		afp_close(p->afp);
+		p->afp = NULL;
+		pool_release(p->pool, p->pool_need);
+		p->pool = NULL;
+		return -1;
+	}
+	if (p->ps.mtu == 0) {
+		unsigned int mtu = 0;
+
+		publish_mtu(p, kernel_mtu(name, &mtu) == 0 ? mtu : RTE_ETHER_MTU);
+	}
 	afp_mac(p->afp, &p->mac);
 	port_refresh_link(p);
 	return 0;

@@ -37,6 +37,9 @@ struct port {
 	/* Takes frames whose checksum or TCP segmentation is left to do (port_afpacket.h);
 	 * other outputs have it done in software by the worker. */
 	bool tx_offloads;
+	/* The longest frame it sends: the MTU plus the Ethernet header (a VLAN tag may come
+	 * on top); longer ones are dropped as mtu_exceeded. Atomic: set-port changes it. */
+	uint32_t max_frame;
 	struct sw *sw;
 	bool link_up;                 /* atomic access */
 	struct port_counters counters[WK_MAX_WORKERS];
@@ -48,6 +51,8 @@ struct port {
 	char spec[PORTSPEC_MAX_LEN + 1];
 	struct portspec ps;
 	struct rte_ether_addr mac;
+	unsigned int mtu;             /* the port's MTU (docs/ports.md) */
+	bool mtu_set;                 /* changed by set-port (the state file keeps it) */
 	int worker;                   /* worker polling its receive queue; -1 if none */
 	bool lsc_callback;            /* a link-state callback is registered */
 	struct port_totals baseline;  /* subtracted from the counters: clear-stats */
@@ -105,6 +110,14 @@ bool port_setup_wait(unsigned int timeout_ms);
 struct port *port_setup_finish(enum port_error *error, char *err, size_t err_len);
 
 /* Stops and removes the device and frees P. No worker may use P any more. */
+/*
+ * Sets P's MTU: on the device where it has one (rte_eth_dev_set_mtu; the kernel interface
+ * of an af_packet port), and as the longest frame the workers send on it. A device that
+ * cannot change its MTU (ENOTSUP) still gets the workers' limit. -1 and ERR when the device
+ * refuses the value.
+ */
+int port_set_mtu(struct port *p, unsigned int mtu, char *err, size_t err_len);
+
 void port_destroy(struct port *p);
 /* Forgets P without closing its device or freeing it, for when a stuck worker may still use
  * it: its name is free again, its slot (and device name) never reused. */

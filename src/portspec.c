@@ -205,9 +205,19 @@ static int check_value(const char *kind, const struct key_def *def, const char *
 	return 0;
 }
 
+/* Keys every kind takes besides its own; sluice's, not the driver's (no devargs). */
+static const struct key_def common_keys[] = {
+	{ "mtu", V_UINT, false, PORTSPEC_MTU_MIN, PORTSPEC_MTU_MAX },
+	{ NULL, 0, false, 0, 0 },
+};
+
 static const struct key_def *find_key(const struct kind_def *k, const char *key)
 {
 	const struct key_def *d;
+
+	for (d = common_keys; d->key != NULL; d++)
+		if (strcmp(d->key, key) == 0)
+			return d;
 
 	for (d = k->keys; d->key != NULL; d++)
 		if (strcmp(d->key, key) == 0)
@@ -507,6 +517,8 @@ int portspec_parse(const char *spec, const char *unique, unsigned int queues,
 		return -1;
 	out->kind = kind;
 	out->is_vdev = true;
+	if (lookup(items, n, "mtu") != NULL)
+		out->mtu = (unsigned int)strtoul(lookup(items, n, "mtu"), NULL, 10);
 	w = snprintf(out->devname, sizeof(out->devname), "%s_%s", k->driver, unique);
 	if (w < 0 || (size_t)w >= sizeof(out->devname))
 		return fail(err, err_len, "device name too long");

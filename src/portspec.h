@@ -19,6 +19,10 @@
 #define PORTSPEC_ERR_LEN 200
 #define PORTSPEC_PATH_LEN 108    /* a path value, with its NUL: sizeof(sun_path) */
 #define PORTSPEC_MAX_PATHS 2     /* pcap has two: rx and tx */
+/* mtu=N, a key of every kind but pci (docs/ports.md, "MTU and jumbo frames"): the largest
+ * IP packet the port sends and receives, the Ethernet header not counted. */
+#define PORTSPEC_MTU_MIN 68
+#define PORTSPEC_MTU_MAX 9600
 
 enum portspec_kind {
 	PORTSPEC_VHOST_USER,
@@ -56,6 +60,7 @@ struct portspec {
 	char devargs[PORTSPEC_ARGS_LEN];     /* e.g. "iface=/tmp/vm1.sock,client=0,queues=1" */
 	char path[PORTSPEC_MAX_LEN];         /* socket path the port serves, "" if none */
 	bool path_is_server;                 /* true when this side creates the socket */
+	unsigned int mtu;                    /* mtu=, or 0: the device's own */
 	unsigned int n_paths;                /* every file path the spec names */
 	struct portspec_path paths[PORTSPEC_MAX_PATHS];
 };

@@ -212,9 +212,14 @@ static void add_switch_requests(json_t *out, json_t *sw)
 	if (learn)
 		json_object_set(params, "max_entries", json_object_get(sw, "max_entries"));
 	add_request(out, "add-switch", params);
-	json_array_foreach(json_object_get(sw, "ports"), i, p)
+	json_array_foreach(json_object_get(sw, "ports"), i, p) {
 		add_request(out, "add-port", json_pack("{ss sO sO}", "switch", name,
 			    "name", json_object_get(p, "name"), "spec", json_object_get(p, "spec")));
+		if (json_is_true(json_object_get(p, "mtu_set")))      /* set-port mtu=N */
+			add_request(out, "set-port", json_pack("{ss sO sO}", "switch", name,
+				    "name", json_object_get(p, "name"),
+				    "mtu", json_object_get(p, "mtu")));
+	}
 	json_array_foreach(json_object_get(sw, "links"), i, link)
 		add_request(out, "patch", json_pack("{ss sO sO}", "switch", name,
 			    "port1", json_array_get(link, 0), "port2", json_array_get(link, 1)));

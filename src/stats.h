@@ -29,7 +29,8 @@
 	X(METER, "meter")               \
 	X(TTL_EXPIRED, "ttl_expired")   \
 	X(CONTROLLER_QUEUE_FULL, "controller_queue_full") \
-	X(GROUP_NO_LIVE_BUCKET, "group_no_live_bucket")
+	X(GROUP_NO_LIVE_BUCKET, "group_no_live_bucket") \
+	X(MTU_EXCEEDED, "mtu_exceeded")
 
 enum stats_drop {
 #define STATS_DROP_ENUM(sym, name) STATS_DROP_##sym,

@@ -75,6 +75,7 @@ struct wk_plan {
 struct wk_out {
 	uint16_t n;
 	uint16_t copies;              /* how many of pkts[] are flood copies */
+	uint32_t max_len;             /* the longest of pkts[] (the MTU check) */
 	uint64_t bytes;
 	struct rte_mbuf *pkts[FWD_MAX_BURST];
 	uint8_t is_copy[FWD_MAX_BURST];
@@ -141,6 +142,62 @@ static void stage(struct worker *w, uint16_t o, struct rte_mbuf *m, uint8_t is_c
 	out->pkts[out->n++] = m;
 	out->copies += is_copy;
 	out->bytes += m->pkt_len;
+	out->max_len = RTE_MAX(out->max_len, m->pkt_len);
+}
+
+/*
+ * Whether frame M is longer than output P sends (docs/ports.md, MTU): past MAX_FRAME (the
+ * MTU and the Ethernet header), a VLAN tag aside; a TCP super-frame is judged by the
+ * segments it will be cut into.
+ */
+static inline bool too_long(const struct rte_mbuf *m, uint32_t max_frame)
+{
+	const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	uint32_t len = m->pkt_len;
+
+	if (m->ol_flags & RTE_MBUF_F_TX_TCP_SEG)
+		len = (uint32_t)(m->l2_len + m->l3_len + m->l4_len) + m->tso_segsz;
+	if (len > max_frame && m->data_len >= RTE_ETHER_HDR_LEN &&
+	    (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) ||
+	     eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_QINQ)))
+		len -= RTE_VLAN_HLEN;
+	return len > max_frame;
+}
+
+/*
+ * Takes the frames longer than output P's MTU out of OUT and frees them, never cutting or
+ * fragmenting one: a unicast frame is a drop of the input (mtu_exceeded), a flood copy a
+ * copy the output did not take (flood_tx_dropped), as with any output that refuses a frame.
+ */
+static void drop_too_long(struct worker *w, struct port *p, struct port_counters *ic,
+			  struct wk_out *out)
+{
+	uint32_t max_frame = __atomic_load_n(&p->max_frame, __ATOMIC_RELAXED);
+	uint16_t i, k = 0, unicast = 0, copies = 0;
+
+	if (likely(out->max_len <= max_frame))
+		return;
+	for (i = 0; i < out->n; i++) {
+		struct rte_mbuf *m = out->pkts[i];
+
+		if (!too_long(m, max_frame)) {
+			out->pkts[k] = m;
+			out->is_copy[k++] = out->is_copy[i];
+			continue;
+		}
+		out->bytes -= m->pkt_len;
+		if (out->is_copy[i])
+			copies++;
+		else
+			unicast++;
+		rte_pktmbuf_free(m);
+	}
+	out->n = k;
+	out->copies -= copies;
+	if (unicast > 0)
+		stats_add(&ic->drops[STATS_DROP_MTU_EXCEEDED], unicast);
+	if (copies > 0)
+		stats_add(&p->counters[w->id].flood_tx_dropped, copies);
 }
 
 /*
@@ -290,6 +347,8 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 	uint16_t sent = 0, i, unsent_unicast = 0, unicast_sent = 0;
 	uint64_t unsent_bytes = 0;
 
+	if (p != NULL)
+		drop_too_long(w, p, ic, out);
 	if (w->offloads_in && p != NULL && !p->tx_offloads)
 		complete_offloads(w, p, ic, out);
 	if (p != NULL)
@@ -322,6 +381,7 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
 	out->n = 0;
 	out->copies = 0;
 	out->bytes = 0;
+	out->max_len = 0;
 	return unicast_sent;
 }
 
@@ -330,15 +390,17 @@ static uint64_t flush_output(struct worker *w, struct sw *s, uint16_t o,
  * as it is. BYTES is the burst's byte count.
  */
 static void serve_uniform(struct worker *w, struct sw *s, struct port_counters *ic,
-			  struct rte_mbuf **pkts, uint16_t n, uint64_t bytes, uint16_t o,
-			  uint8_t reason)
+			  struct rte_mbuf **pkts, uint16_t n, uint64_t bytes, uint32_t max_len,
+			  uint16_t o, uint8_t reason)
 {
 	struct port *p = o < SW_MAX_PORTS ? sw_port(s, o) : NULL;
 	uint64_t unsent_bytes = 0;
 	uint16_t sent = 0, i;
 
-	if (w->offloads_in && p != NULL && !p->tx_offloads && needs_completion(pkts, n)) {
-		/* Rare (a kernel port's frames to another kind): the general path does it. */
+	if (p != NULL && ((w->offloads_in && !p->tx_offloads && needs_completion(pkts, n)) ||
+			  max_len > __atomic_load_n(&p->max_frame, __ATOMIC_RELAXED))) {
+		/* Rare (a kernel port's frames to another kind, a frame over the output's MTU):
+		 * the general path does it. */
 		for (i = 0; i < n; i++)
 			stage(w, o, pkts[i], 0);
 		stats_add(&ic->forwarded, flush_output(w, s, o, ic));
@@ -369,11 +431,14 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	struct sw *s = in->sw;
 	uint32_t drops[STATS_DROP_COUNT] = { 0 };
 	uint64_t bytes = 0, forwarded = 0, flooded = 0;
+	uint32_t max_len = 0;
 	uint16_t i, n_dropped = 0;
 
 	w->offloads_in = in->afp != NULL;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		bytes += pkts[i]->pkt_len;
+		max_len = RTE_MAX(max_len, pkts[i]->pkt_len);
+	}
 	stats_add(&ic->rx_packets, n);
 	stats_add(&ic->rx_bytes, bytes);
 
@@ -381,7 +446,7 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	fb->n_extra = 0;
 	s->ops->process(s->fwd, in->sw_index, pkts, n, fb);
 	if (fb->uniform != FWD_OUT_MIXED) {
-		serve_uniform(w, s, ic, pkts, n, bytes, fb->uniform, fb->drop[0]);
+		serve_uniform(w, s, ic, pkts, n, bytes, max_len, fb->uniform, fb->drop[0]);
 		return;
 	}
 

@@ -146,16 +146,36 @@ def _clip(line: bytes, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _connect_reason(e: OSError) -> str:
+def _connect_reason(e: OSError, socket_path: str = "") -> str:
     if isinstance(e, FileNotFoundError):
         return "no such socket"
     if isinstance(e, ConnectionRefusedError):
         return "nobody listens on it (a socket file left by a daemon that stopped?)"
     if isinstance(e, PermissionError):
-        return "permission denied (the socket is mode 0660: run as its owner or group)"
+        return f"permission denied ({_permission_hint(socket_path)})"
     if isinstance(e, TimeoutError):
         return "timed out"
     return e.strerror or str(e)
+
+
+def _permission_hint(socket_path: str) -> str:
+    """Who may use SOCKET_PATH: its owner and group (docs/install.md, 'The sluice group')."""
+    import grp
+    import pwd
+    try:
+        st = os.stat(socket_path)
+    except OSError:
+        return "the socket or a directory above it is not open to this user"
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = str(st.st_uid)
+    return (f"the socket is {owner}'s and group {group}'s, mode {st.st_mode & 0o777:04o}: "
+            f"run as {owner} or as a member of group {group}")
 
 
 class RpcClient:
@@ -175,7 +195,7 @@ class RpcClient:
         except OSError as e:
             self.sock.close()
             raise ConnectError(f"cannot reach sluiced at {self.socket_path}: "
-                               f"{_connect_reason(e)}", self.socket_path) from e
+                               f"{_connect_reason(e, self.socket_path)}", self.socket_path) from e
         self.reader = self.sock.makefile("rb")
         self._closed = False
 

@@ -45,7 +45,7 @@ from sluice.rpc import (
 
 REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "hairpin", "vlan",
            "no_match", "action_drop", "reserved_multicast", "storm", "meter", "ttl_expired",
-           "controller_queue_full", "group_no_live_bucket"]
+           "controller_queue_full", "group_no_live_bucket", "mtu_exceeded"]
 REPO = Path(__file__).resolve().parents[2]
 
 # ---- argv -> (method, params) ----
@@ -82,6 +82,8 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
      {"switch": "br0", "forward_reserved": True}),
     (["set-switch", "br0", "--forward-reserved", "off", "--aging", "5"], "set-switch",
      {"switch": "br0", "forward_reserved": False, "aging": 5}),
+    (["set-port", "br0", "vm1", "mtu=9000"], "set-port",
+     {"switch": "br0", "name": "vm1", "mtu": 9000}),
     (["set-port", "br0", "vm1", "storm-pps=1000"], "set-port",
      {"switch": "br0", "name": "vm1", "storm_pps": 1000}),
     (["set-port", "br0", "vm1", "storm_pps=0", "learn_limit=2"], "set-port",
@@ -403,7 +405,8 @@ def port_object(name: str, peer: str | None, number: int) -> dict[str, Any]:
     return {"name": name, "switch": "br0", "id": number, "generation": 1,
             "spec": f"vhost-user:server,path=/tmp/{name}.sock", "kind": "vhost-user",
             "device": f"net_vhost_p{number}", "ethdev": number - 1, "link": "down",
-            "peer": peer, "mac": f"02:00:00:00:00:0{number}", "worker": 0}
+            "peer": peer, "mac": f"02:00:00:00:00:0{number}", "worker": 0, "mtu": 1500,
+            "mtu_set": False}
 
 
 def test_show() -> None:
@@ -417,8 +420,8 @@ def test_show() -> None:
     lines = format_show(result).splitlines()
     assert lines[0] == "sluiced 0.1.0 (DPDK 22.11.11, protocol 1)"
     assert lines[1] == "switch br0: mode patch, 2 ports"
-    assert lines[2].split() == ["port", "id", "kind", "link", "peer", "worker", "spec"]
-    assert lines[3].split() == ["vm1", "1", "vhost-user", "down", "vm2", "0",
+    assert lines[2].split() == ["port", "id", "kind", "link", "mtu", "peer", "worker", "spec"]
+    assert lines[3].split() == ["vm1", "1", "vhost-user", "down", "1500", "vm2", "0",
                                 "vhost-user:server,path=/tmp/vm1.sock"]
     assert lines[3].startswith("    vm1")
     assert lines[5] == "    links: vm1 <-> vm2"

@@ -100,6 +100,13 @@ static void check_probe_string(void **state)
 	assert_int_equal(portspec_parse("vhost-user:path=/x", "p1", 4, &ps, err, sizeof(err)), 0);
 	assert_string_equal(ps.devargs, "iface=/x,client=0,queues=4");
 	assert_int_equal(portspec_parse("tap:name=t0", "p1", 0, &ps, err, sizeof(err)), -1);
+	/* mtu= is sluice's own: kept in the spec, never passed to the driver. */
+	assert_int_equal(portspec_parse("tap:name=t0,mtu=9000", "p1", 1, &ps, err, sizeof(err)),
+			 0);
+	assert_int_equal(ps.mtu, 9000);
+	assert_string_equal(ps.devargs, "iface=t0");
+	assert_int_equal(portspec_parse("tap:name=t0", "p1", 1, &ps, err, sizeof(err)), 0);
+	assert_int_equal(ps.mtu, 0);
 }
 
 int main(int argc, char **argv)

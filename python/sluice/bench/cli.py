@@ -537,8 +537,12 @@ def latency_settings(args: argparse.Namespace) -> dict[str, object]:
 
 
 def default_out() -> Path:
-    """bench/results/<UTC timestamp>/."""
-    return REPO / "bench" / "results" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    """bench/results/<UTC timestamp>/ in a checkout; sluice-bench-results/<UTC timestamp>/
+    in the current directory when installed."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    if (REPO / "bench").is_dir():
+        return REPO / "bench" / "results" / stamp
+    return Path.cwd() / "sluice-bench-results" / stamp
 
 
 def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> Settings:

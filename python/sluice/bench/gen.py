@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sluice.bench import program
 from sluice.bench.stats import Sample
 from sluice.bench.switches.base import Switch
 
 
 def gen_path(repo: Path) -> Path:
-    """sluice-gen as `make build` leaves it."""
-    return repo / "build" / "tools" / "gen" / "sluice-gen"
+    """sluice-gen as `make build` leaves it, else the installed one."""
+    return program(repo, "build/tools/gen/sluice-gen", "sluice-gen")
 
 
 @functools.lru_cache(maxsize=4)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sluice.bench import procs
+from sluice.bench import procs, program
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class Probe:
 
 
 def monitor_path(repo: Path) -> Path:
-    """Where the monitor is expected."""
-    return repo / "bin" / "sluice-placement"
+    """Where the monitor is expected: the checkout's wrapper, else the installed one."""
+    return program(repo, "bin/sluice-placement", "sluice-placement")
 
 
 def parse(text: str) -> list[Probe]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import manifest, placement, procs
+from sluice.bench import manifest, placement, procs, program
 from sluice.bench.plan import round_robin
 from sluice.bench.scenarios import Namespaces, run_ip
 from sluice.bench.schema import Row, append_rows
@@ -39,8 +39,8 @@ TX_IP, RX_IP = "10.77.0.1", "10.77.0.2"
 
 
 def tool_path(repo: Path) -> Path:
-    """sluice-sockets as `make build` leaves it."""
-    return repo / "build" / "tools" / "sockets" / "sluice-sockets"
+    """sluice-sockets as `make build` leaves it, else the installed one."""
+    return program(repo, "build/tools/sockets/sluice-sockets", "sluice-sockets")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import procs
+from sluice.bench import procs, program
 from sluice.bench.arrange import Poller
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 from sluice.rpc import RpcClient, RpcError
@@ -25,8 +25,8 @@ IDLE_SUFFIX = "+idle"     # a variant that keeps sluiced's default idle sleep
 
 
 def sluiced_path(repo: Path) -> Path:
-    """The daemon as `make build` leaves it."""
-    return repo / "build" / "src" / "sluiced"
+    """The daemon as `make build` leaves it, else the installed one."""
+    return program(repo, "build/src/sluiced", "sluiced")
 
 
 class Sluice(Switch):
