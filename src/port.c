@@ -167,10 +167,16 @@ static int setup_queues(struct port *p, const struct rte_eth_dev_info *info, cha
 	return rc;
 }
 
-static void publish_mtu(struct port *p, unsigned int mtu)
+/*
+ * Records P's MTU. The switch enforces an MTU that was given (mtu= in the spec, set-port);
+ * a port left at its device's default has no limit of the switch's: vhost-user and memif
+ * carry chained frames of any size between VMs, as they did before ports had MTUs.
+ */
+static void publish_mtu(struct port *p, unsigned int mtu, bool enforce)
 {
 	p->mtu = mtu;
-	__atomic_store_n(&p->max_frame, mtu + RTE_ETHER_HDR_LEN, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->max_frame, enforce ? mtu + RTE_ETHER_HDR_LEN : UINT32_MAX,
+			 __ATOMIC_RELAXED);
 }
 
 /* A kernel interface's MTU: read (MTU 0) or set. -1 with errno on failure. */
@@ -226,7 +232,7 @@ int port_set_mtu(struct port *p, unsigned int mtu, char *err, size_t err_len)
 			return -1;
 		}
 	}
-	publish_mtu(p, mtu);
+	publish_mtu(p, mtu, true);
 	return 0;
 }
 
@@ -300,7 +306,7 @@ static int configure_device(struct port *p, char *err, size_t err_len)
 		snprintf(err, err_len, "the device refuses MTU %u: %s", p->mtu, rte_strerror(-rc));
 		return -1;
 	}
-	publish_mtu(p, p->mtu);
+	publish_mtu(p, p->mtu, p->ps.mtu != 0);
 	if (setup_queues(p, &info, err, err_len) != 0)
 		return -1;
 	rc = rte_eth_dev_start(p->ethdev);
@@ -466,7 +472,7 @@ static int open_afpacket(struct port *p, char *err, size_t err_len)
 	if (p->ps.mtu == 0) {
 		unsigned int mtu = 0;
 
-		publish_mtu(p, kernel_mtu(name, &mtu) == 0 ? mtu : RTE_ETHER_MTU);
+		publish_mtu(p, kernel_mtu(name, &mtu) == 0 ? mtu : RTE_ETHER_MTU, false);
 	}
 	afp_mac(p->afp, &p->mac);
 	port_refresh_link(p);
