@@ -65,9 +65,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_eal_init();
 	port_init(&pcfg);
 	ctl_init(&ccfg);
-	if (wk_init(1, &wcfg) != 0 || c == NULL ||
+	if (wk_init(1, &wcfg) != 0 || c == NULL || (c->buf = malloc(CTL_LINE_MIN + 1)) == NULL ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
 		abort();
+	c->cap = CTL_LINE_MIN;
 	c->fd = sv[0];
 	peer_fd = sv[1];
 	clients[0] = c;
