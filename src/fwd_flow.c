@@ -2343,6 +2343,43 @@ static const char *drop_name(uint8_t reason)
 	return stats_drop_name((enum stats_drop)reason);
 }
 
+/*
+ * The frame egress E would carry, as hex into HEX: the described packet built
+ * (flow_key_compose) and E's header changes applied to it with the data path's functions,
+ * so that trace shows the headers each output gets (what OVS's "Datapath actions" tell).
+ */
+static void trace_packet(const struct flow_prog *p, const struct flow_egress *e,
+			 const struct flow_key *key, char *hex, size_t hex_len)
+{
+	uint8_t buf[64 + 192], *data = buf + 64;
+	uint32_t len = flow_key_compose(key, data, sizeof(buf) - 64), i;
+
+	for (i = 0; i < e->n_mods && len > 0; i++) {
+		const struct flow_modop *op = &p->mods[e->mod_start + i];
+
+		switch (op->type) {
+		case FLOW_ACT_SET_FIELD:
+			flow_mod_set_field(data, len, (enum flow_field)op->field, op->value);
+			break;
+		case FLOW_ACT_DEC_TTL:
+			flow_mod_dec_ttl(data, len);
+			break;
+		case FLOW_ACT_PUSH_VLAN:
+			if (data - buf >= 4)
+				flow_mod_push_vlan(&data, &len, op->tpid);
+			break;
+		case FLOW_ACT_POP_VLAN:
+			flow_mod_pop_vlan(&data, &len);
+			break;
+		default:
+			break;
+		}
+	}
+	hex[0] = '\0';
+	for (i = 0; i < len && 2 * i + 2 < hex_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", data[i]);
+}
+
 json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flow_namer *nm)
 {
 	struct flow *F = state;
@@ -2350,24 +2387,27 @@ json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flo
 	size_t len = 16384;
 	char *buf = calloc(1, len);
 	struct xlate_trace tr = { .buf = buf, .len = len, .namer = nm };
-	json_t *outputs = json_array(), *o;
+	json_t *outputs = json_array(), *egresses = json_array(), *o;
 	unsigned int i;
 
 	if (p == NULL || buf == NULL) {
 		free(p);
 		free(buf);
 		json_decref(outputs);
+		json_decref(egresses);
 		return NULL;
 	}
 	translate(F, (uint16_t)key->in_port, key, CLS_NO_WORKER, p, &tr);
 	for (i = 0; i < p->n_egress; i++) {
 		const struct flow_egress *e = &p->eg[i];
+		json_t *these = json_array();
 		uint64_t set = e->ports;
+		char hex[2 * 192 + 1];
 
 		if (e->kind == EG_NORMAL)
-			json_array_append_new(outputs, json_string("normal"));
+			json_array_append_new(these, json_string("normal"));
 		else if (e->kind == EG_CONTROLLER)
-			json_array_append_new(outputs, json_string("controller"));
+			json_array_append_new(these, json_string("controller"));
 		while (e->kind == EG_PORTS && set != 0) {
 			unsigned int port = (unsigned int)__builtin_ctzll(set);
 			const char *name = nm ? nm->name(nm->ctx, port) : NULL;
@@ -2375,16 +2415,20 @@ json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flo
 
 			set &= set - 1;
 			snprintf(num, sizeof(num), "%u", FLOW_OFPORT(port));
-			json_array_append_new(outputs, json_string(name ? name : num));
+			json_array_append_new(these, json_string(name ? name : num));
 		}
+		json_array_extend(outputs, these);
+		trace_packet(p, e, key, hex, sizeof(hex));
+		json_array_append_new(egresses, json_pack("{s:o, s:s}", "outputs", these,
+							  "packet", hex));
 	}
 	if (p->n_egress == 0)
 		tr_printf(&(struct xlate){ .tr = &tr }, "final: drop (%s)", drop_name(p->drop));
 	else
 		tr_printf(&(struct xlate){ .tr = &tr }, "final: %u output(s)%s", p->n_egress,
 			  p->n_meters ? ", if the meter lets it through" : "");
-	o = json_pack("{s:s, s:o, s:s?}", "text", buf, "outputs", outputs, "drop",
-		      p->n_egress == 0 ? drop_name(p->drop) : NULL);
+	o = json_pack("{s:s, s:o, s:o, s:s?}", "text", buf, "outputs", outputs, "egress",
+		      egresses, "drop", p->n_egress == 0 ? drop_name(p->drop) : NULL);
 	free(buf);
 	free(p);
 	return o;
