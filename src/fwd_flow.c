@@ -515,18 +515,16 @@ static void do_set_field(struct xlate *x, const struct flow_action *a)
 {
 	struct flow_modop op = { .type = FLOW_ACT_SET_FIELD, .field = a->field };
 
-	/* As OVS's mod_vlan_vid: setting the VID of an untagged frame pushes a tag first. */
-	if (a->field == FLOW_FIELD_VLAN_VID && x->k.vlan_tci == 0) {
+	/* As OVS's mod_vlan_vid and mod_vlan_pcp: setting the VID or the PCP of an untagged
+	 * frame pushes a tag (VID 0, PCP 0) first. */
+	if ((a->field == FLOW_FIELD_VLAN_VID || a->field == FLOW_FIELD_VLAN_PCP) &&
+	    x->k.vlan_tci == 0) {
 		struct flow_modop push = { .type = FLOW_ACT_PUSH_VLAN, .tpid = RTE_ETHER_TYPE_VLAN };
 
 		tr_printf(x, "push_vlan:0x8100 (the frame had no tag)");
 		if (!add_mod(x, &push))
 			return;
 		x->k.vlan_tci = rte_cpu_to_be_16(FLOW_VLAN_CFI);
-	}
-	if (a->field == FLOW_FIELD_VLAN_PCP && x->k.vlan_tci == 0) {
-		tr_printf(x, "set_field vlan_pcp: the frame has no tag, nothing changed");
-		return;
 	}
 	memcpy(op.value, a->value, sizeof(op.value));
 	tr_printf(x, "set_field %s", flow_field_name((enum flow_field)a->field));
