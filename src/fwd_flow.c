@@ -600,20 +600,36 @@ static int select_bucket(const struct xlate *x, const struct flow_group *g)
 	return -1;
 }
 
-/* Runs bucket B on a clone of the packet: changes made in it stay in it. */
+static void write_action_set(struct xlate *x, const struct flow_action *acts, uint16_t n);
+static void run_action_set(struct xlate *x);
+
+/*
+ * Runs bucket B on a clone of the packet: changes made in it stay in it. A bucket's actions
+ * are an action set, not a list (OpenFlow 1.3, 5.6.1: "the actions in a bucket are always
+ * applied as an action set"; OVS does the same): they run in the action set's order, one
+ * output (the last written) unless there is a group, whatever order they were written in.
+ * The pipeline's own action set is kept aside meanwhile.
+ */
 static void run_bucket(struct xlate *x, const struct flow_bucket *b, unsigned int i)
 {
 	struct flow_key saved = x->k;
 	uint8_t start = x->cur_start, n = x->cur_n;
+	struct flow_action pipeline_set[FLOW_MAX_ACTIONS];
+	uint16_t pipeline_n = x->n_set;
 
+	memcpy(pipeline_set, x->set, pipeline_n * sizeof(x->set[0]));
+	x->n_set = 0;
 	tr_printf(x, "bucket %u:", i);
 	if (x->tr != NULL)
 		x->tr->indent++;
 	x->depth++;
-	do_actions(x, b->actions, b->n_actions);
+	write_action_set(x, b->actions, b->n_actions);
+	run_action_set(x);
 	x->depth--;
 	if (x->tr != NULL)
 		x->tr->indent--;
+	memcpy(x->set, pipeline_set, pipeline_n * sizeof(x->set[0]));
+	x->n_set = pipeline_n;
 	x->k = saved;
 	x->cur_start = start;
 	x->cur_n = n;
