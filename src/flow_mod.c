@@ -55,17 +55,25 @@ struct fm_hdrs {
 				    * right, its ports are not set */
 };
 
-/* The L3 offset of a frame and its EtherType (after one tag and 802.3 SNAP), or 0. */
+/*
+ * The L3 offset of a frame and its EtherType (after up to two tags and 802.3 SNAP), or 0.
+ * flow_key_extract() reads one tag; the second is for frames the switch itself pushed a tag
+ * onto: a push_vlan on a tagged packet followed by a change of its IP or L4 header (the
+ * action set's order puts push before dec_ttl and set_field) must still find that header.
+ * A received double-tagged frame is never asked for such a change: its key is not IP.
+ */
 static uint32_t fm_l3(const uint8_t *data, uint32_t len, uint16_t *type)
 {
 	uint32_t off = ETH_HLEN;
+	unsigned int tags;
 	uint16_t t;
 
 	if (len < ETH_HLEN)
 		return 0;
 	t = ld_be16(data + 12);
-	if ((t == ET_VLAN || t == ET_QINQ) && len >= ETH_HLEN + TAG_HLEN) {
-		t = ld_be16(data + 16);
+	for (tags = 0; tags < 2 && (t == ET_VLAN || t == ET_QINQ) &&
+	     len >= off + TAG_HLEN; tags++) {
+		t = ld_be16(data + off + 2);
 		off += TAG_HLEN;
 	}
 	if (t < 0x600) {

@@ -2,7 +2,8 @@
 /*
  * Flow mode's packet modifications: the byte-level half of set_field, push_vlan, pop_vlan
  * and dec_ttl. Pure (no mbuf, no EAL): DATA/LEN are a frame's first segment, and every
- * function finds its headers the way flow_key_extract() does (one 802.1Q or 802.1ad tag,
+ * function finds its headers the way flow_key_extract() does (an 802.1Q or 802.1ad tag, and
+ * a second one the switch pushed outside it,
  * 802.3 SNAP, IPv4 options, IPv6 extension headers, only first fragments carry L4), so a
  * rule that matched a field finds the same field here.
  *

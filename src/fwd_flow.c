@@ -517,18 +517,16 @@ static void do_set_field(struct xlate *x, const struct flow_action *a)
 {
 	struct flow_modop op = { .type = FLOW_ACT_SET_FIELD, .field = a->field };
 
-	/* As OVS's mod_vlan_vid: setting the VID of an untagged frame pushes a tag first. */
-	if (a->field == FLOW_FIELD_VLAN_VID && x->k.vlan_tci == 0) {
+	/* As OVS's mod_vlan_vid and mod_vlan_pcp: setting the VID or the PCP of an untagged
+	 * frame pushes a tag (VID 0, PCP 0) first. */
+	if ((a->field == FLOW_FIELD_VLAN_VID || a->field == FLOW_FIELD_VLAN_PCP) &&
+	    x->k.vlan_tci == 0) {
 		struct flow_modop push = { .type = FLOW_ACT_PUSH_VLAN, .tpid = RTE_ETHER_TYPE_VLAN };
 
 		tr_printf(x, "push_vlan:0x8100 (the frame had no tag)");
 		if (!add_mod(x, &push))
 			return;
 		x->k.vlan_tci = rte_cpu_to_be_16(FLOW_VLAN_CFI);
-	}
-	if (a->field == FLOW_FIELD_VLAN_PCP && x->k.vlan_tci == 0) {
-		tr_printf(x, "set_field vlan_pcp: the frame has no tag, nothing changed");
-		return;
 	}
 	memcpy(op.value, a->value, sizeof(op.value));
 	tr_printf(x, "set_field %s", flow_field_name((enum flow_field)a->field));
@@ -605,20 +603,36 @@ static int select_bucket(const struct xlate *x, const struct flow_group *g)
 	return -1;
 }
 
-/* Runs bucket B on a clone of the packet: changes made in it stay in it. */
+static void write_action_set(struct xlate *x, const struct flow_action *acts, uint16_t n);
+static void run_action_set(struct xlate *x);
+
+/*
+ * Runs bucket B on a clone of the packet: changes made in it stay in it. A bucket's actions
+ * are an action set, not a list (OpenFlow 1.3, 5.6.1: "the actions in a bucket are always
+ * applied as an action set"; OVS does the same): they run in the action set's order, one
+ * output (the last written) unless there is a group, whatever order they were written in.
+ * The pipeline's own action set is kept aside meanwhile.
+ */
 static void run_bucket(struct xlate *x, const struct flow_bucket *b, unsigned int i)
 {
 	struct flow_key saved = x->k;
 	uint8_t start = x->cur_start, n = x->cur_n;
+	struct flow_action pipeline_set[FLOW_MAX_ACTIONS];
+	uint16_t pipeline_n = x->n_set;
 
+	memcpy(pipeline_set, x->set, pipeline_n * sizeof(x->set[0]));
+	x->n_set = 0;
 	tr_printf(x, "bucket %u:", i);
 	if (x->tr != NULL)
 		x->tr->indent++;
 	x->depth++;
-	do_actions(x, b->actions, b->n_actions);
+	write_action_set(x, b->actions, b->n_actions);
+	run_action_set(x);
 	x->depth--;
 	if (x->tr != NULL)
 		x->tr->indent--;
+	memcpy(x->set, pipeline_set, pipeline_n * sizeof(x->set[0]));
+	x->n_set = pipeline_n;
 	x->k = saved;
 	x->cur_start = start;
 	x->cur_n = n;
@@ -2409,6 +2423,43 @@ static const char *drop_name(uint8_t reason)
 	return stats_drop_name((enum stats_drop)reason);
 }
 
+/*
+ * The frame egress E would carry, as hex into HEX: the described packet built
+ * (flow_key_compose) and E's header changes applied to it with the data path's functions,
+ * so that trace shows the headers each output gets (what OVS's "Datapath actions" tell).
+ */
+static void trace_packet(const struct flow_prog *p, const struct flow_egress *e,
+			 const struct flow_key *key, char *hex, size_t hex_len)
+{
+	uint8_t buf[64 + 192], *data = buf + 64;
+	uint32_t len = flow_key_compose(key, data, sizeof(buf) - 64), i;
+
+	for (i = 0; i < e->n_mods && len > 0; i++) {
+		const struct flow_modop *op = &p->mods[e->mod_start + i];
+
+		switch (op->type) {
+		case FLOW_ACT_SET_FIELD:
+			flow_mod_set_field(data, len, (enum flow_field)op->field, op->value);
+			break;
+		case FLOW_ACT_DEC_TTL:
+			flow_mod_dec_ttl(data, len);
+			break;
+		case FLOW_ACT_PUSH_VLAN:
+			if (data - buf >= 4)
+				flow_mod_push_vlan(&data, &len, op->tpid);
+			break;
+		case FLOW_ACT_POP_VLAN:
+			flow_mod_pop_vlan(&data, &len);
+			break;
+		default:
+			break;
+		}
+	}
+	hex[0] = '\0';
+	for (i = 0; i < len && 2 * i + 2 < hex_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", data[i]);
+}
+
 json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flow_namer *nm)
 {
 	struct flow *F = state;
@@ -2416,24 +2467,27 @@ json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flo
 	size_t len = 16384;
 	char *buf = calloc(1, len);
 	struct xlate_trace tr = { .buf = buf, .len = len, .namer = nm };
-	json_t *outputs = json_array(), *o;
+	json_t *outputs = json_array(), *egresses = json_array(), *o;
 	unsigned int i;
 
 	if (p == NULL || buf == NULL) {
 		free(p);
 		free(buf);
 		json_decref(outputs);
+		json_decref(egresses);
 		return NULL;
 	}
 	translate(F, (uint16_t)key->in_port, key, CLS_NO_WORKER, p, &tr);
 	for (i = 0; i < p->n_egress; i++) {
 		const struct flow_egress *e = &p->eg[i];
+		json_t *these = json_array();
 		uint64_t set = e->ports;
+		char hex[2 * 192 + 1];
 
 		if (e->kind == EG_NORMAL)
-			json_array_append_new(outputs, json_string("normal"));
+			json_array_append_new(these, json_string("normal"));
 		else if (e->kind == EG_CONTROLLER)
-			json_array_append_new(outputs, json_string("controller"));
+			json_array_append_new(these, json_string("controller"));
 		while (e->kind == EG_PORTS && set != 0) {
 			unsigned int port = (unsigned int)__builtin_ctzll(set);
 			const char *name = nm ? nm->name(nm->ctx, port) : NULL;
@@ -2441,16 +2495,20 @@ json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flo
 
 			set &= set - 1;
 			snprintf(num, sizeof(num), "%u", FLOW_OFPORT(port));
-			json_array_append_new(outputs, json_string(name ? name : num));
+			json_array_append_new(these, json_string(name ? name : num));
 		}
+		json_array_extend(outputs, these);
+		trace_packet(p, e, key, hex, sizeof(hex));
+		json_array_append_new(egresses, json_pack("{s:o, s:s}", "outputs", these,
+							  "packet", hex));
 	}
 	if (p->n_egress == 0)
 		tr_printf(&(struct xlate){ .tr = &tr }, "final: drop (%s)", drop_name(p->drop));
 	else
 		tr_printf(&(struct xlate){ .tr = &tr }, "final: %u output(s)%s", p->n_egress,
 			  p->n_meters ? ", if the meter lets it through" : "");
-	o = json_pack("{s:s, s:o, s:s?}", "text", buf, "outputs", outputs, "drop",
-		      p->n_egress == 0 ? drop_name(p->drop) : NULL);
+	o = json_pack("{s:s, s:o, s:o, s:s?}", "text", buf, "outputs", outputs, "egress",
+		      egresses, "drop", p->n_egress == 0 ? drop_name(p->drop) : NULL);
 	free(buf);
 	free(p);
 	return o;

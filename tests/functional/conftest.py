@@ -27,6 +27,12 @@ SLUICED = REPO / "build" / "src" / "sluiced"
 TESTPMD = "dpdk-testpmd"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--flow-diff-cases", type=int, default=None,
+                     help="packets the differential test against OVS traces "
+                          "(test_flow_ovs_diff.py; default 1000, or FLOW_DIFF_CASES)")
+
+
 class Rpc(RpcClient):
     """The project's JSON-RPC client, plus raw lines for the malformed-request tests."""
 

@@ -352,6 +352,30 @@ static void dec_ttl_and_expiry(void **state)
 		assert_true(ref_check_frame(f, n, &what));
 		assert_true(what.ip4 && what.l4);
 	}
+	/* A tag pushed onto a tagged frame: the IP header behind both tags is still found
+	 * (the action set pushes before dec_ttl and set_field). */
+	{
+		uint8_t *base, *d;
+		uint32_t len;
+
+		k.nw_ttl = 9;
+		k.vlan_tci = htons(0x1005);
+		n = flow_key_compose(&k, f, sizeof(f));
+		d = with_headroom(f, n, &base);
+		len = n;
+		assert_int_equal(flow_mod_push_vlan(&d, &len, 0x8100), 0);
+		assert_int_equal(flow_mod_dec_ttl(d, len), 0);
+		assert_int_equal(d[22 + 8], 8);
+		assert_int_equal(flow_mod_set_field(d, len, FLOW_FIELD_NW_SRC,
+						    (const uint8_t *)"\x0a\x00\x00\x01"), 0);
+		assert_int_equal(flow_mod_pop_vlan(&d, &len), 0);
+		assert_true(flow_key_extract(d, len, 0, &got));
+		assert_int_equal(got.nw_ttl, 8);
+		assert_int_equal(got.nw_src, htonl(0x0a000001));
+		assert_true(ref_check_frame(d, len, &what));
+		assert_true(what.ip4 && what.l4);
+		free(base);
+	}
 	/* IPv6: the hop limit. */
 	memset(&k, 0, sizeof(k));
 	k.dl_type = htons(0x86dd);
