@@ -15,8 +15,6 @@
 
 #include "flow.h"
 
-#define FLOW_TABLE_ALL 0xff        /* a filter's table: every table */
-
 /* Names ports in dumps and traces: NAME(CTX, index). */
 struct flow_namer {
 	flow_port_name name;
