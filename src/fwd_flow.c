@@ -1800,6 +1800,11 @@ static int insert_rule(struct flow *F, struct flow_tables *tables,
 	return 0;
 }
 
+int fwd_flow_check(void *state, const struct flow_rule_spec *s, char *err, size_t err_len)
+{
+	return check_refs(state, s, true, err, err_len);
+}
+
 int fwd_flow_add(void *state, const struct flow_rule_spec *s, char *err, size_t err_len)
 {
 	struct flow *F = state;
