@@ -210,3 +210,241 @@ def test_meter_holds_its_rate(taps: FlowTaps, unit: str) -> None:
     # Deleting the meter deletes the rule that uses it.
     d.call("del-meters", switch="br0", meter="meter=1")
     assert flows_of(d) == [] and d.call("dump-meters", switch="br0")["meters"] == []
+
+
+# ---- timeouts ----
+
+def test_idle_and_hard_timeouts(taps: FlowTaps) -> None:
+    """Rules with a timeout of 1 s vanish from dump-flows within the next second or two
+    (timeouts are checked once a second); a hard timeout despite traffic; an idle rule
+    kept busy stays as long as traffic flows."""
+    d = taps.daemon
+    taps.flows("idle_timeout=1,in_port=p0,actions=output:p1",
+               "hard_timeout=1,in_port=p1,actions=output:p0",
+               "idle_timeout=1,in_port=p2,actions=output:p3",
+               "in_port=p3,actions=output:p2")
+    start = time.monotonic()
+    taps.one("p0", udp(0), "p1")
+    gone: dict[str, float] = {}
+    n = 1
+    while time.monotonic() - start < 3.5:
+        taps.send("p1", udp(n))              # traffic does not save a hard-timed rule
+        taps.send("p2", udp(n))              # and keeps an idle one alive
+        n += 1
+        present = {f["match"] for f in flows_of(d)}
+        for m in ("in_port=p0", "in_port=p1"):
+            if m not in present and m not in gone:
+                gone[m] = time.monotonic() - start
+        assert "in_port=p2" in present and "in_port=p3" in present
+        time.sleep(0.2)
+    assert set(gone) == {"in_port=p0", "in_port=p1"}, gone
+    assert all(0.9 <= t <= 2.6 for t in gone.values()), gone
+    flows = {f["match"]: f for f in flows_of(d)}
+    assert flows["in_port=p2"]["idle_timeout"] == 1 and flows["in_port=p2"]["packets"] > 10
+    wait_for(lambda: "in_port=p2" not in {f["match"] for f in flows_of(d)}, 3)
+    assert [f["match"] for f in flows_of(d)] == ["in_port=p3"]
+    taps.received(0.1)
+    taps.dropped_as("p0", udp(), "no_match")
+
+
+# ---- replace-flows under traffic ----
+
+def marked_set(k: int) -> list[str]:
+    """A rule set whose frames show which set they went through, table by table: table 0
+    writes the source MAC, table 1 the destination, both ending in K."""
+    return [f"table=0,priority=10,in_port=p0,actions=mod_dl_src:02:00:00:00:01:{k:02x},"
+            "goto_table:1",
+            f"table=1,priority={10 + k},actions=mod_dl_dst:02:00:00:00:02:{k:02x},output:p1"]
+
+
+def test_replace_flows_under_traffic_is_atomic(taps: FlowTaps) -> None:
+    """Frames flow from p0 to p1 while the rule set is swapped between two sets a few
+    hundred times: every frame that comes out went through one set alone ((1,1) or (2,2),
+    never (1,2) or (2,1)), and every frame is accounted for: none dropped, each received
+    one sent by p1."""
+    sock = taps.socks["p1"]
+    taps.flows(*marked_set(1))
+    packet_drops(sock)
+    stop, sent_all = threading.Event(), threading.Event()
+    seen: collections.Counter[tuple[int, int]] = collections.Counter()
+
+    def read() -> None:           # p1's kernel side, drained as the frames come
+        while True:
+            got = taps.received()["p1"]
+            for f in got:
+                seen[(f[11], f[5])] += 1      # the last bytes of source and destination
+            if sent_all.is_set() and not got:
+                return
+            time.sleep(0.002)
+
+    def send() -> None:           # about 10,000 frames a second into p0
+        frame, s = bytes(udp()), taps.socks["p0"]
+        while not stop.is_set():
+            for _ in range(10):
+                while True:
+                    try:
+                        s.send(frame)
+                        break
+                    except BlockingIOError:
+                        time.sleep(0.0005)
+            time.sleep(0.001)
+
+    threads = [threading.Thread(target=read), threading.Thread(target=send)]
+    for t in threads:
+        t.start()
+    swaps = 0
+    try:
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            taps.flows(*marked_set(2 if swaps % 2 == 0 else 1))
+            swaps += 1
+    finally:
+        stop.set()
+        threads[1].join()
+        settled(taps)
+        sent_all.set()
+        threads[0].join()
+    st = taps.port_stats()
+    total = sum(seen.values())
+    print(f"{swaps} swaps, frames by rule set: {dict(seen)}")
+    assert set(seen) == {(1, 1), (2, 2)}, seen
+    assert swaps > 100 and min(seen.values()) > 100, (swaps, seen)
+    assert st["p0"]["dropped"] == 0 and st["p0"]["forwarded"] == st["p0"]["rx_packets"], st
+    assert st["p1"]["tx_packets"] == st["p0"]["forwarded"] == total, (st, total)
+    assert packet_drops(sock) == 0
+
+
+def packet_drops(s: socket.socket) -> int:
+    """Frames the kernel could not queue on packet socket S since last asked
+    (PACKET_STATISTICS: tp_packets, tp_drops)."""
+    raw = s.getsockopt(263, 6, 8)
+    return int.from_bytes(raw[4:8], "little")
+
+
+# ---- managing rules ----
+
+RULES = ["priority=100,cookie=0x11,in_port=p0,udp,actions=output:p1",
+         "priority=200,cookie=0x12,in_port=p0,udp,actions=output:p2",
+         "priority=100,cookie=0x21,in_port=p1,actions=output:p3",
+         "priority=100,cookie=0x22,in_port=p2,actions=output:p3,output:p1",
+         "table=1,priority=100,cookie=0x31,udp,actions=output:p1"]
+
+
+def cookies(d: Daemon, **kw: Any) -> list[int]:
+    return sorted(int(f["cookie"], 16) for f in flows_of(d, **kw))
+
+
+def test_del_flows_filters(taps: FlowTaps) -> None:
+    d = taps.daemon
+
+    def deleted(**kw: Any) -> int:
+        return int(d.call("del-flows", switch="br0", **kw)["deleted"])
+
+    taps.flows(*RULES)
+    # --strict: exactly that match and priority (not the priority-200 rule, nor table 1's).
+    assert deleted(flow="priority=100,in_port=p0,udp", strict=True) == 1
+    assert cookies(d) == [0x12, 0x21, 0x22, 0x31]
+    assert deleted(flow="priority=100,in_port=p0,udp", strict=True) == 0
+    # Non-strict: every rule at least as specific as the filter, any priority, any table.
+    taps.flows(*RULES)
+    assert deleted(flow="in_port=p0") == 2
+    assert cookies(d) == [0x21, 0x22, 0x31]
+    # cookie=V/M
+    taps.flows(*RULES)
+    assert deleted(flow="cookie=0x20/0xf0") == 2
+    assert cookies(d) == [0x11, 0x12, 0x31]
+    # out_port: the rules that output there (apply or write actions), in every table.
+    taps.flows(*RULES)
+    assert deleted(flow="out_port=p1") == 3
+    assert cookies(d) == [0x12, 0x21]
+    # table=N
+    taps.flows(*RULES)
+    assert deleted(flow="table=1") == 1
+    assert cookies(d) == [0x11, 0x12, 0x21, 0x22]
+    # The traffic follows: p0's udp went to p2 (priority 200); without it, to p1.
+    taps.one("p0", udp(), "p2")
+    assert deleted(flow="priority=200,in_port=p0,udp", strict=True) == 1
+    taps.one("p0", udp(1), "p1")
+    assert deleted() == 3 and flows_of(d) == []
+    taps.dropped_as("p0", udp(2), "no_match")
+    with pytest.raises(RpcError, match="strict"):
+        d.call("del-flows", switch="br0", strict=True)
+
+
+def test_mod_flows(taps: FlowTaps) -> None:
+    d = taps.daemon
+    taps.flows(*RULES)
+    taps.one("p0", udp(0), "p2")
+    taps.one("p1", udp(1), "p3")
+    # Non-strict: both of p0's rules get the new actions, their counters kept.
+    r = d.call("mod-flows", switch="br0", flow="in_port=p0,actions=output:p3")
+    assert r["modified"] == 2
+    got = {f["cookie"]: f for f in flows_of(d, flow="in_port=p0")}
+    assert {c: (f["actions"], f["packets"]) for c, f in got.items()} == {
+        "0x11": ("output:p3", 0), "0x12": ("output:p3", 1)}
+    taps.one("p0", udp(2), "p3")
+    # Strict: only the rule of exactly that match and priority.
+    r = d.call("mod-flows", switch="br0", flow="priority=100,in_port=p0,udp,actions=drop",
+               strict=True)
+    assert r["modified"] == 1
+    got = {f["cookie"]: f["actions"] for f in flows_of(d, flow="in_port=p0")}
+    assert got == {"0x11": "drop", "0x12": "output:p3"}
+    # By cookie; and a filter that selects nothing adds nothing (OpenFlow 1.3).
+    r = d.call("mod-flows", switch="br0", flow="cookie=0x21/0xffffffffffffffff,actions=output:p0")
+    assert r["modified"] == 1
+    taps.one("p1", udp(3), "p0")
+    n = len(flows_of(d))
+    assert d.call("mod-flows", switch="br0", flow="in_port=p3,actions=drop")["modified"] == 0
+    assert len(flows_of(d)) == n
+
+
+def test_add_flows_all_or_nothing(taps: FlowTaps) -> None:
+    """add-flows checks every line first: a bad line (syntax, prerequisite, or a group or
+    meter that does not exist) adds nothing, and the error names the line."""
+    d = taps.daemon
+    d.call("add-flow", switch="br0", flow="priority=1,actions=drop")
+    good = ["priority=10,in_port=p0,actions=output:p1", "# a comment", "",
+            "priority=10,in_port=p1,actions=output:p0"]
+    for bad, words in [("priority=10,in_port=p2,actions=output:nope", "line 5"),
+                       ("priority=10,tp_dst=80,actions=drop", "line 5"),
+                       ("priority=10,in_port=p2,actions=group:9", "line 5"),
+                       ("priority=10,in_port=p2,actions=meter:3,output:p1", "line 5")]:
+        with pytest.raises(RpcError) as err:
+            d.call("add-flows", switch="br0", flows=[*good, bad])
+        assert words in err.value.message, (bad, err.value.message)
+        assert [f["match"] for f in flows_of(d)] == [""], (bad, flows_of(d))
+    assert d.call("add-flows", switch="br0", flows=good)["added"] == 2
+    assert len(flows_of(d)) == 3
+    # replace-flows with a bad line leaves the rules as they were.
+    with pytest.raises(RpcError, match="line 2"):
+        d.call("replace-flows", switch="br0", flows=["actions=drop", "actions=group:4"])
+    assert len(flows_of(d)) == 3
+
+
+def test_prerequisites_and_refusals_are_clear(taps: FlowTaps) -> None:
+    d = taps.daemon
+    d.call("add-switch", name="lrn", mode="learn")
+    bad = [("add-flow", {"flow": "tp_dst=80,actions=drop"}, "tp_dst requires tcp"),
+           ("add-flow", {"flow": "udp,tcp_flags=+syn,actions=drop"}, "tcp_flags requires"),
+           ("add-flow", {"flow": "nw_src=10.0.0.1,actions=drop"}, "nw_src requires"),
+           ("add-flow", {"flow": "icmp_type=8,actions=drop"}, "icmp_type requires"),
+           ("add-flow", {"flow": "arp_op=1,actions=drop"}, "arp_op requires"),
+           ("add-flow", {"flow": "ipv6_src=::1,actions=drop"}, "ipv6_src requires"),
+           ("add-flow", {"flow": "icmpv6_type=135,actions=drop"}, "icmpv6_type requires"),
+           ("add-flow", {"flow": "dl_vlan_pcp=3,dl_vlan=0xffff,actions=drop"}, "vlan"),
+           ("add-flow", {"flow": "actions=mod_tp_dst:80,output:p1"}, "mod_tp_dst requires"),
+           ("add-flow", {"flow": "in_port=nope,actions=drop"}, "unknown port 'nope'"),
+           ("add-flow", {"flow": "table=64,actions=drop"}, "table"),
+           ("add-flow", {"flow": "table=1,actions=goto_table:1"}, "goto_table"),
+           ("add-flow", {"flow": "actions=group:3"}, "group 3 does not exist"),
+           ("add-flow", {"flow": "actions=meter:3"}, "meter 3 does not exist"),
+           ("add-flow", {"switch": "lrn", "flow": "actions=drop"}, "learn mode"),
+           ("add-group", {"group": "group_id=1,type=select,bucket=output:zz"}, "zz"),
+           ("add-meter", {"meter": "meter=1,pktps,bands=type=drop,rate=0"}, "rate"),
+           ("trace", {"packet": "udp,tp_dst=53"}, "in_port")]
+    for method, params, words in bad:
+        params = {"switch": "br0", **params}
+        with pytest.raises(RpcError) as err:
+            d.call(method, **params)
+        assert words in err.value.message, (method, params, err.value.message)
+    assert flows_of(d) == []
