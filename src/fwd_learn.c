@@ -873,8 +873,89 @@ static json_t *learn_describe(void *state, const char *const *port_names)
 			 "port_settings", ports);
 }
 
+/* Appends the OpenFlow numbers (index + 1, as `show` gives them) of the ports in SET. */
+static int format_ports(char *buf, size_t len, uint64_t set)
+{
+	int n = 0;
+
+	buf[0] = '\0';
+	while (set != 0 && (size_t)n < len) {
+		unsigned int p = (unsigned int)__builtin_ctzll(set);
+
+		set &= set - 1;
+		n += snprintf(buf + n, len - (size_t)n, "%s%u", n > 0 ? "," : "", p + 1);
+	}
+	return n;
+}
+
+/*
+ * The decision for one described packet, as learn_process() would take it, without
+ * learning its source or touching an entry's age or the storm buckets: a trace never
+ * changes what the switch does. Ports are given by their OpenFlow numbers.
+ */
+static void learn_trace(void *state, uint16_t in, struct rte_mbuf *pkt,
+			struct fwd_trace *t)
+{
+	static const uint8_t zero[RTE_ETHER_ADDR_LEN];
+	const struct learn *L = state;
+	uint16_t access = __atomic_load_n(&L->access_tag[in], __ATOMIC_RELAXED);
+	uint8_t data[128] __rte_aligned(2);
+	uint32_t len = RTE_MIN(rte_pktmbuf_data_len(pkt), (uint32_t)sizeof(data));
+	const struct fdb_slot *s = NULL;
+	bool no_source = false;
+	struct l2_frame f;
+	uint64_t members;
+	uint32_t out = FDB_NONE;
+	char ports[256];
+	int drop, n;
+
+	/* A described packet often names no source (trace in_port=...,dl_dst=...): it is
+	 * traced as if it had one, not dropped as malformed. */
+	memcpy(data, rte_pktmbuf_mtod(pkt, const uint8_t *), len);
+	if (len >= RTE_ETHER_HDR_LEN && memcmp(data + RTE_ETHER_ADDR_LEN, zero,
+						sizeof(zero)) == 0) {
+		data[RTE_ETHER_ADDR_LEN] = 0x02;
+		no_source = true;
+	}
+	drop = l2_parse(data, len, in, access, L->member,
+			__atomic_load_n(&L->forward_reserved, __ATOMIC_RELAXED), &f);
+	if (drop >= 0) {
+		snprintf(t->text, sizeof(t->text), "learn: drop (%s)",
+			 stats_drop_name((enum stats_drop)drop));
+		return;
+	}
+	members = __atomic_load_n(&L->member[f.vlan], __ATOMIC_RELAXED);
+	n = snprintf(t->text, sizeof(t->text), "learn: %sVLAN %u (%s), ",
+		     no_source ? "(no source address given) " : "", f.vlan,
+		     access != 0 ? "the input's access VLAN" : f.tagged ? "tagged" : "untagged");
+	if (f.dst_key != 0) {
+		s = fdb_lookup(&L->fdb, f.dst_key, fdb_hash(f.dst_key));
+		out = s != NULL ? fdb_slot_port_flags(s) & FDB_PORT_MASK : FDB_NONE;
+	}
+	if (f.dst_key == 0)
+		n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "a group destination: ");
+	else if (out == FDB_NONE)
+		n += snprintf(t->text + n, sizeof(t->text) - (size_t)n,
+			      "destination not learned: ");
+	else
+		n += snprintf(t->text + n, sizeof(t->text) - (size_t)n,
+			      "destination %s on port %u: ",
+			      fdb_slot_port_flags(s) & FDB_STATIC ? "static" : "learned", out + 1);
+	if (out == in) {
+		snprintf(t->text + n, sizeof(t->text) - (size_t)n,
+			 "the input port: drop (hairpin)");
+	} else if (out != FDB_NONE && (members & bit((uint16_t)out)) != 0) {
+		snprintf(t->text + n, sizeof(t->text) - (size_t)n, "output to port %u", out + 1);
+	} else {
+		format_ports(ports, sizeof(ports), members & ~bit(in));
+		snprintf(t->text + n, sizeof(t->text) - (size_t)n, "flood to ports %s%s", ports,
+			 ports[0] ? "" : "(none)");
+	}
+}
+
 const struct fwd_ops fwd_learn_ops = {
 	.mode = "learn",
+	.trace = learn_trace,
 	.create = learn_create,
 	.destroy = learn_destroy,
 	.port_added = learn_port_added,
