@@ -448,3 +448,74 @@ def test_prerequisites_and_refusals_are_clear(taps: FlowTaps) -> None:
             d.call(method, **params)
         assert words in err.value.message, (method, params, err.value.message)
     assert flows_of(d) == []
+
+
+# ---- trace ----
+
+def counters(taps: FlowTaps) -> tuple[Any, ...]:
+    d = taps.daemon
+    strip = ("duration", "idle_age")
+    return (taps.stats(), [{k: v for k, v in f.items() if k not in strip} for f in flows_of(d)],
+            d.call("dump-groups", switch="br0"), d.call("dump-meters", switch="br0"))
+
+
+def test_trace_flow_switch_walks_tables_and_changes_nothing(taps: FlowTaps) -> None:
+    d = taps.daemon
+    d.call("add-meter", switch="br0", meter="meter=1,pktps,bands=type=drop,rate=10")
+    d.call("add-group", switch="br0", group="group_id=4,type=all,bucket=output:p2,"
+           "bucket=output:p3")
+    taps.flows("table=0,priority=50,cookie=0x5,in_port=p0,udp,actions=mod_nw_dst:10.9.9.9,"
+               "goto_table:2",
+               "table=2,priority=60,ip,nw_dst=10.9.9.9,actions=meter:1,output:p1,group:4",
+               "table=0,priority=50,in_port=p1,actions=controller",
+               "table=0,priority=40,in_port=p2,ip,actions=dec_ttl,output:p3")
+    before = counters(taps)
+    t = d.call("trace", switch="br0", packet="in_port=p0,udp,nw_dst=10.0.0.2,tp_dst=53")
+    assert t["outputs"] == ["p1", "p2", "p3"] and t["drop"] is None, t
+    lines = t["text"].splitlines()
+    assert lines[0].startswith("table 0: priority=50,") and "cookie=0x5" in lines[0], lines
+    assert any(x.startswith("table 2: priority=60,") for x in lines), lines
+    assert "goto_table:2" in t["text"] and "meter:1" in t["text"], t["text"]
+    assert "group:4 (all)" in t["text"], t["text"]
+    t = d.call("trace", switch="br0", packet="in_port=p1")
+    assert t["outputs"] == ["controller"], t
+    t = d.call("trace", switch="br0", packet="in_port=p2,ip,nw_ttl=1")
+    assert t["outputs"] == [] and t["drop"] == "ttl_expired", t
+    t = d.call("trace", switch="br0", packet="in_port=p3,arp")
+    assert t["drop"] == "no_match" and "table miss" in t["text"], t
+    # Nothing counted, nothing queued for the controller, no meter token spent.
+    assert counters(taps) == before
+    assert d.call("packet-ins", switch="br0")["packet_ins"] == []
+    # The frame the first trace described really goes where it said.
+    got = taps.out("p0", Ether(src=A, dst=B) / IP(src="10.0.0.1", dst="10.0.0.2") /
+                   UDP(dport=53) / Raw(MARK))
+    assert set(got) == {"p1", "p2", "p3"} and got["p1"][0][IP].dst == "10.9.9.9", got
+
+
+def test_trace_learn_and_patch_switches(daemon: Daemon) -> None:
+    d, tag = daemon, os.getpid()
+    d.call("add-switch", name="lrn", mode="learn")
+    for i in range(3):
+        d.call("add-port", switch="lrn", name=f"l{i}", spec=f"ring:name=slt{tag}l{i}")
+    d.call("fdb-add", switch="lrn", mac=B, port="l2")
+    d.call("set-port", switch="lrn", name="l1", vlan_mode="access", tag=10)
+    before = (d.call("fdb-show", switch="lrn"), d.call("stats", switch="lrn")["switches"])
+    t = d.call("trace", switch="lrn", packet=f"in_port=l0,dl_src={A},dl_dst={B}")
+    assert "static on port 3" in t["text"] and "output to port 3" in t["text"], t
+    t = d.call("trace", switch="lrn", packet=f"in_port=l0,dl_src={A},dl_dst={C}")
+    assert "not learned" in t["text"] and "flood to ports 3" in t["text"], t
+    t = d.call("trace", switch="lrn", packet=f"in_port=l2,dl_dst={B}")
+    assert "drop (hairpin)" in t["text"], t
+    t = d.call("trace", switch="lrn", packet=f"in_port=l1,dl_src={A},dl_dst={B}")
+    # B is known in VLAN 0, not 10: flooded to VLAN 10's other members (trunks l0, l2).
+    assert "VLAN 10" in t["text"] and "flood to ports 1,3" in t["text"], t
+    t = d.call("trace", switch="lrn", packet="in_port=l1,dl_vlan=10,dl_src=" + A)
+    assert "drop (vlan)" in t["text"], t
+    # A trace learns nothing: the source A is still unknown, nothing counted.
+    assert (d.call("fdb-show", switch="lrn"), d.call("stats", switch="lrn")["switches"]) == before
+    d.call("add-switch", name="pt", mode="patch")
+    for i in range(3):
+        d.call("add-port", switch="pt", name=f"x{i}", spec=f"ring:name=slt{tag}x{i}")
+    d.call("patch", switch="pt", port1="x0", port2="x2")
+    assert "output to peer port" in d.call("trace", switch="pt", packet="in_port=x0")["text"]
+    assert "unpatched" in d.call("trace", switch="pt", packet="in_port=x1")["text"]
