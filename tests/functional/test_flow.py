@@ -519,3 +519,118 @@ def test_trace_learn_and_patch_switches(daemon: Daemon) -> None:
     d.call("patch", switch="pt", port1="x0", port2="x2")
     assert "output to peer port" in d.call("trace", switch="pt", packet="in_port=x0")["text"]
     assert "unpatched" in d.call("trace", switch="pt", packet="in_port=x1")["text"]
+
+
+# ---- restart ----
+
+def flow_config(d: Daemon, switch: str) -> dict[str, Any]:
+    """What a restart must bring back of a flow switch: rules (without their counters and
+    ages), groups and meters."""
+    keep = ("table", "priority", "cookie", "match", "actions", "idle_timeout", "hard_timeout",
+            "send_flow_rem")
+    return {"flows": [{k: f.get(k) for k in keep} for f in flows_of(d, switch)],
+            "groups": [g["text"] for g in d.call("dump-groups", switch=switch)["groups"]],
+            "meters": [m["text"] for m in d.call("dump-meters", switch=switch)["meters"]]}
+
+
+def test_state_file_restores_rules_groups_meters(workdir: Path) -> None:
+    tag = os.getpid()
+    d = Daemon(workdir, "fs", ["--state", str(workdir / "fs.state")]).start()
+    try:
+        d.call("add-switch", name="f0", mode="flow")
+        for i in range(3):
+            d.call("add-port", switch="f0", name=f"r{i}", spec=f"ring:name=sls{tag}r{i}")
+        d.call("add-meter", switch="f0", meter="meter=3,kbps,burst,bands=type=drop,"
+               "rate=5000,burst_size=700")
+        d.call("add-meter", switch="f0", meter="meter=1,pktps,bands=type=drop,rate=100")
+        d.call("add-group", switch="f0", group="group_id=2,type=select,bucket=weight:3,"
+               "output:r1,bucket=weight:1,mod_dl_dst:02:00:00:00:00:01,output:r2")
+        d.call("add-group", switch="f0", group="group_id=9,type=ff,bucket=watch_port:r1,"
+               "output:r1,bucket=watch_port:r2,output:r2")
+        d.call("add-group", switch="f0", group="group_id=10,type=all,bucket=group:2,"
+               "bucket=group:9")
+        d.call("add-flows", switch="f0", flows=[
+            "table=0,priority=100,cookie=0xabc,in_port=r0,tcp,nw_dst=10.0.0.0/24,tp_dst=80,"
+            "actions=meter:3,group:2",
+            "table=0,priority=90,idle_timeout=300,hard_timeout=600,send_flow_rem,udp,"
+            "actions=write_metadata:0x10/0xff,goto_table:5",
+            "table=5,priority=1,ip,metadata=0x10/0xff,actions=push_vlan:0x8100,"
+            "set_field:10->vlan_vid,dec_ttl,write_actions(group:10)",
+            "table=5,priority=0,actions=meter:1,controller:64",
+            "priority=0,actions=normal"])
+        before = flow_config(d, "f0")
+        assert len(before["flows"]) == 5 and len(before["groups"]) == 3
+        assert d.stop() == 0
+        d.start()                       # after a clean stop
+        assert flow_config(d, "f0") == before
+        d.proc.kill()                   # type: ignore[union-attr]
+        d.proc.wait()                   # type: ignore[union-attr]
+        d._rpc = None
+        d.start()                       # after SIGKILL
+        assert flow_config(d, "f0") == before
+        # Restored rules work: a described packet takes the restored path.
+        t = d.call("trace", switch="f0", packet="in_port=r0,tcp,nw_dst=10.0.0.7,tp_dst=80")
+        assert "meter:3" in t["text"] and "group:2 (select)" in t["text"], t
+    finally:
+        d.stop()
+
+
+# ---- sluicectl ----
+
+def ctl(d: Daemon, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([str(SLUICECTL), "--socket", str(d.socket), *args],
+                       capture_output=True, text=True, timeout=30)
+    if ok:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def test_sluicectl_flow_verbs(taps: FlowTaps, workdir: Path) -> None:
+    d = taps.daemon
+    rules = workdir / "rules.txt"
+    rules.write_text("# two tables\n"
+                     "table=0,priority=10,cookie=0x7,in_port=p0,actions=goto_table:1\n"
+                     "\n"
+                     "table=1,priority=20,udp,tp_dst=53,actions=output:p2\n"
+                     "table=1,priority=10,actions=output:p1\n")
+    ctl(d, "add-flows", "br0", str(rules))
+    taps.one("p0", udp(), "p1")
+    out = ctl(d, "dump-flows", "br0").stdout.splitlines()
+    assert len(out) == 3, out
+    assert out[0].startswith(" cookie=0x7, duration=") and ", table=0, n_packets=1, " in out[0]
+    assert out[0].endswith(" priority=10,in_port=p0 actions=goto_table:1"), out[0]
+    assert out[1].endswith(" priority=20,udp,tp_dst=53 actions=output:p2"), out[1]
+    assert "n_packets=1, n_bytes=" in out[2] and out[2].endswith(
+        " priority=10 actions=output:p1"), out[2]
+    # A filter: every table by default.
+    assert len(ctl(d, "dump-flows", "br0", "udp").stdout.splitlines()) == 1
+    # trace's text ends with the decision, as ofproto/trace.
+    tr = ctl(d, "trace", "br0", "in_port=p0,udp,tp_dst=53").stdout
+    assert "table 1: priority=20" in tr and tr.rstrip().endswith("Datapath actions: p2"), tr
+    tr = ctl(d, "trace", "br0", "in_port=p1").stdout
+    assert tr.rstrip().endswith("Datapath actions: drop (no_match)"), tr
+    # A bad file: nothing added, the line named, a non-zero exit.
+    bad = workdir / "bad.txt"
+    bad.write_text("priority=5,in_port=p1,actions=output:p0\nin_port=p1,tp_dst=80,actions=drop\n")
+    r = ctl(d, "add-flows", "br0", str(bad), ok=False)
+    assert r.returncode != 0 and "line 2" in r.stderr and "tp_dst" in r.stderr, r
+    assert len(json_flows(d)) == 3
+    # replace-flows from standard input, del-flows --strict, groups and meters shown.
+    r = subprocess.run([str(SLUICECTL), "--socket", str(d.socket), "replace-flows", "br0", "-"],
+                       input="priority=10,in_port=p0,actions=output:p3\n"
+                             "priority=10,in_port=p1,actions=output:p3\n",
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r
+    taps.one("p0", udp(1), "p3")
+    ctl(d, "del-flows", "br0", "--strict", "priority=10,in_port=p1")
+    assert [f["match"] for f in json_flows(d)] == ["in_port=p0"]
+    ctl(d, "add-meter", "br0", "meter=1,pktps,bands=type=drop,rate=1000")
+    ctl(d, "add-group", "br0", "group_id=1,type=all,bucket=output:p1,bucket=output:p2")
+    assert "meter=1" in ctl(d, "dump-meters", "br0").stdout
+    assert "group_id=1" in ctl(d, "dump-groups", "br0").stdout
+    assert "no rules" in ctl(d, "dump-flows", "br0", "in_port=p3").stdout
+
+
+def json_flows(d: Daemon) -> list[dict[str, Any]]:
+    import json
+    return json.loads(ctl(d, "dump-flows", "br0", "--json").stdout)["flows"]
