@@ -13,9 +13,9 @@ from typing import Any
 
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
+from test_learn import ETH_P_ALL, MARK, PACKET_AUXDATA, SOL_PACKET, Taps, with_tag
 
 from conftest import Daemon, assert_accounting, wait_for
-from test_learn import ETH_P_ALL, MARK, PACKET_AUXDATA, SOL_PACKET, Taps, with_tag
 
 __all__ = ["MARK", "FlowTaps", "rebuilt", "drops"]
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from flow_helpers import MARK, FlowTaps, rebuilt
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
@@ -19,7 +20,6 @@ from scapy.packet import Packet, Raw
 from scapy.utils import wrpcap
 
 from conftest import Daemon, wait_for
-from flow_helpers import MARK, FlowTaps, rebuilt
 
 A, B, C = "02:00:00:00:00:0a", "02:00:00:00:00:0b", "02:00:00:00:00:0c"
 BCAST = "ff:ff:ff:ff:ff:ff"

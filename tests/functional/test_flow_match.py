@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from flow_helpers import MARK, FlowTaps
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NA, ICMPv6ND_NS, IPv6
 from scapy.layers.l2 import ARP, Dot1Q, Ether
@@ -17,7 +18,6 @@ from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
 from conftest import Daemon
-from flow_helpers import MARK, FlowTaps
 
 A, B, C = "02:00:00:00:00:0a", "02:00:00:00:00:0b", "02:00:00:00:00:0c"
 
