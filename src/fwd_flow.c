@@ -579,16 +579,19 @@ static int live_bucket(const struct flow *F, const struct flow_group *g, unsigne
 	return -1;
 }
 
-/* Select: the bucket a hash of the flow's addresses and ports picks, by weight. */
+/* Select: the bucket a hash of the flow's addresses and ports picks, by weight. Only
+ * those: TTL and TOS (ECN marks) change on the way while the flow stays the same. */
 static int select_bucket(const struct xlate *x, const struct flow_group *g)
 {
 	const struct flow_key *k = &x->k;
 	uint32_t h = 0, pick;
 	unsigned int i;
 
+	_Static_assert(offsetof(struct flow_key, dl_src) == offsetof(struct flow_key, dl_dst) + 6,
+		       "dl_dst and dl_src are hashed as one block");
 	if (g->total_weight == 0)
 		return -1;
-	h = rte_hash_crc(k->dl_src, 12, h);
+	h = rte_hash_crc(k->dl_dst, 12, h);     /* dl_dst and dl_src */
 	h = rte_hash_crc(&k->nw_proto, 1, h);
 	h = rte_hash_crc(&k->tp_src, 4, h);
 	h = rte_hash_crc(&k->nw_src, 8, h);
