@@ -1805,7 +1805,14 @@ static int insert_rule(struct flow *F, struct flow_tables *tables,
 
 int fwd_flow_check(void *state, const struct flow_rule_spec *s, char *err, size_t err_len)
 {
-	return check_refs(state, s, true, err, err_len);
+	if (check_refs(state, s, true, err, err_len) != 0)
+		return -1;
+	if ((s->flags & FLOW_FLAG_CHECK_OVERLAP) && has_overlap(state, s)) {
+		snprintf(err, err_len, "the rule overlaps one of the same priority in table %u "
+			 "(check_overlap)", s->table);
+		return -1;
+	}
+	return 0;
 }
 
 int fwd_flow_add(void *state, const struct flow_rule_spec *s, char *err, size_t err_len)

@@ -24,8 +24,9 @@ struct flow_namer {
 /* Adds a rule, or replaces the instructions of the rule with the same table, match and
  * priority (its counters kept unless reset_counts). -1 with ERR. */
 int fwd_flow_add(void *state, const struct flow_rule_spec *spec, char *err, size_t err_len);
-/* Whether fwd_flow_add() would take SPEC as far as what it refers to goes (its groups and
- * meters exist, its table is in range); nothing is changed. -1 with ERR. */
+/* Whether fwd_flow_add() would take SPEC as the rules are now (its groups and meters exist,
+ * its table is in range, no overlap when it asks check_overlap); nothing is changed. -1
+ * with ERR. */
 int fwd_flow_check(void *state, const struct flow_rule_spec *spec, char *err, size_t err_len);
 /* Changes the instructions of the rules FILTER selects (strict: same match and priority). */
 int fwd_flow_modify(void *state, const struct flow_rule_spec *filter, bool strict,

@@ -446,7 +446,8 @@ def test_add_flows_all_or_nothing(taps: FlowTaps) -> None:
     for bad, words in [("priority=10,in_port=p2,actions=output:nope", "line 5"),
                        ("priority=10,tp_dst=80,actions=drop", "line 5"),
                        ("priority=10,in_port=p2,actions=group:9", "line 5"),
-                       ("priority=10,in_port=p2,actions=meter:3,output:p1", "line 5")]:
+                       ("priority=10,in_port=p2,actions=meter:3,output:p1", "line 5"),
+                       ("priority=1,check_overlap,actions=output:p2", "overlaps")]:
         with pytest.raises(RpcError) as err:
             d.call("add-flows", switch="br0", flows=[*good, bad])
         assert words in err.value.message, (bad, err.value.message)
