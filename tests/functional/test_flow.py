@@ -276,7 +276,7 @@ def test_idle_and_hard_timeouts(taps: FlowTaps) -> None:
         assert "in_port=p2" in present and "in_port=p3" in present
         time.sleep(0.2)
     assert set(gone) == {"in_port=p0", "in_port=p1"}, gone
-    assert all(0.9 <= t <= 2.6 for t in gone.values()), gone
+    assert all(0.9 <= t <= 3.0 for t in gone.values()), gone
     flows = {f["match"]: f for f in flows_of(d)}
     assert flows["in_port=p2"]["idle_timeout"] == 1 and flows["in_port=p2"]["packets"] > 10
     wait_for(lambda: "in_port=p2" not in {f["match"] for f in flows_of(d)}, 3)
