@@ -21,7 +21,7 @@
 
 #define CTL_FLOW_MAX_PACKET_INS 4096
 
-/* ---- ports by name or OpenFlow number ---- */
+/* ---- ports by name or OpenFlow number (1 .. SW_MAX_PORTS) ---- */
 
 static int port_lookup(void *ctx, const char *name)
 {
@@ -35,8 +35,11 @@ static int port_lookup(void *ctx, const char *name)
 			return (int)i;
 	if (!isdigit((unsigned char)name[0]))
 		return -1;
+	/* A number needs no port there, as in OVS: rules keep the number of a port deleted
+	 * after them, and the state file writes them back so (a restart then refused the
+	 * whole rule set). */
 	n = strtoul(name, &end, 10);
-	if (*end != '\0' || n == 0 || n > SW_MAX_PORTS || s->ports[n - 1] == NULL)
+	if (*end != '\0' || n == 0 || n > SW_MAX_PORTS)
 		return -1;
 	return (int)(n - 1);
 }
