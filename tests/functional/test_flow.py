@@ -621,6 +621,31 @@ def test_state_file_restores_rules_groups_meters(workdir: Path) -> None:
         d.stop()
 
 
+def test_restart_after_deleting_a_port_rules_use(workdir: Path) -> None:
+    """Rules that name a port keep it by number once it is deleted (as OVS keeps an
+    OpenFlow port number in a rule): the state file has them so, and a restart must take
+    them back rather than refuse the whole rule set."""
+    tag = os.getpid()
+    d = Daemon(workdir, "fp", ["--state", str(workdir / "fp.state")]).start()
+    try:
+        d.call("add-switch", name="f0", mode="flow")
+        for i in range(4):
+            d.call("add-port", switch="f0", name=f"r{i}", spec=f"ring:name=slp{tag}r{i}")
+        d.call("add-flows", switch="f0", flows=["in_port=r0,actions=output:r3",
+                                                  "in_port=r3,actions=output:r1",
+                                                  "in_port=r1,actions=output:r2"])
+        d.call("del-port", switch="f0", name="r3")
+        before = flow_config(d, "f0")
+        assert sorted((f["match"], f["actions"]) for f in before["flows"]) == [
+            ("in_port=4", "output:r1"), ("in_port=r0", "output:4"),
+            ("in_port=r1", "output:r2")], before
+        assert d.stop() == 0
+        d.start()
+        assert flow_config(d, "f0") == before
+    finally:
+        d.stop()
+
+
 # ---- sluicectl ----
 
 def ctl(d: Daemon, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
