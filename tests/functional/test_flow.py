@@ -614,6 +614,15 @@ def test_state_file_restores_rules_groups_meters(workdir: Path) -> None:
         assert d.stop() == 0
         d.start()
         assert flow_config(d, "f0") == before
+        # More rules than one request may carry (64 KiB): the state file's line is longer.
+        many = [f"table=7,priority=5,ip,nw_src=10.{i // 256}.{i % 256}.9,actions=output:r2"
+                for i in range(2000)]
+        for k in range(0, len(many), 500):
+            d.call("add-flows", switch="f0", flows=many[k:k + 500])
+        before = flow_config(d, "f0")
+        assert d.stop() == 0
+        d.start()
+        assert flow_config(d, "f0") == before and len(before["flows"]) == 2006
         # Restored rules work: a described packet takes the restored path.
         t = d.call("trace", switch="f0", packet="in_port=r0,tcp,nw_dst=10.0.0.7,tp_dst=80")
         assert "meter:3" in t["text"] and "group:2 (select)" in t["text"], t
