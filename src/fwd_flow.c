@@ -955,6 +955,8 @@ static struct rte_mbuf *share(struct rte_mbuf *m)
 	return m;
 }
 
+/* Queues M for the control side; false when the queue is full (M is then still the
+ * caller's: a carrier is freed by the worker as a drop, a copy by send_copy). */
 static bool queue_pin(struct flow_worker *w, const struct flow_egress *e, uint16_t in,
 		      struct rte_mbuf *m)
 {
@@ -964,7 +966,6 @@ static bool queue_pin(struct flow_worker *w, const struct flow_egress *e, uint16
 	if (rte_ring_sp_enqueue_elem(w->pins, &pe, sizeof(pe)) == 0)
 		return true;
 	stats_add(&w->pin_full, 1);
-	rte_pktmbuf_free(m);
 	return false;
 }
 
@@ -1012,7 +1013,8 @@ static void send_copy(struct flow_worker *w, const struct flow_egress *e, uint16
 		add_extra(fb, c, e->ports);
 		return;
 	case EG_CONTROLLER:
-		queue_pin(w, e, in, c);
+		if (!queue_pin(w, e, in, c))
+			rte_pktmbuf_free(c);
 		return;
 	default:
 		w->normal_pkts[w->n_normal] = c;
