@@ -731,7 +731,8 @@ def test_group_select_flow_stays_when_ttl_or_ecn_change(taps: FlowTaps) -> None:
             f = Ether(src=A, dst=B) / IP(src=f"10.2.0.{i + 1}", dst="10.0.0.2", ttl=ttl,
                                           tos=tos) / UDP(sport=7000 + i, dport=80) / Raw(MARK)
             taps.send("p0", f)
-        wait_for(lambda: taps.port_stats()["p0"]["rx_packets"] >= n * (variant + 1), 10)
+        want = n * (variant + 1)
+        wait_for(lambda: taps.port_stats()["p0"]["rx_packets"] >= want, 10)  # noqa: B023
         got = taps.received(0.2)
         where = {Ether(f)[UDP].sport - 7000: p for p, fs in got.items() for f in fs}
         assert len(where) == n, where
