@@ -190,6 +190,7 @@ struct flow_worker {
 	struct rte_ring *pins;
 	uint64_t pin_full, copy_failed, uncacheable, emc_hits, emc_misses;
 	uint64_t tsc;                      /* the burst's time */
+	uint16_t extra_max;                /* extra frames the burst may hand over (add_extra) */
 	struct emc_entry *emc;
 	struct flow_prog *emc_prog;
 	struct flow_prog scratch;          /* a program that may not be cached */
@@ -939,8 +940,21 @@ static void apply_mods(const struct flow_prog *p, const struct flow_egress *e,
 	}
 }
 
-static void add_extra(struct fwd_burst *fb, struct rte_mbuf *m, uint64_t set)
+/*
+ * Hands the worker another frame M for the ports of SET (fwd.h, extra[]). The worker stages
+ * at most FWD_MAX_BURST frames per output, its received ones included, so a burst of N may
+ * have FWD_MAX_BURST - N extra frames (w->extra_max): one more is freed and counted as a
+ * copy that failed, where it would have overrun the worker's arrays. Several differently
+ * changed outputs per frame in a large burst (--burst) reach the bound.
+ */
+static void add_extra(struct flow_worker *w, struct fwd_burst *fb, struct rte_mbuf *m,
+		      uint64_t set)
 {
+	if (unlikely(fb->n_extra >= w->extra_max)) {
+		rte_pktmbuf_free(m);
+		stats_add(&w->copy_failed, 1);
+		return;
+	}
 	fb->extra[fb->n_extra].m = m;
 	fb->extra[fb->n_extra++].set = set;
 }
@@ -982,7 +996,7 @@ static void carry(struct flow_worker *w, const struct flow_egress *e, uint16_t i
 			return;
 		}
 		if (set & bit(in))      /* an in_port output among others: stage_flood skips it */
-			add_extra(fb, share(m), bit(in));
+			add_extra(w, fb, share(m), bit(in));
 		fb->out[i] = FWD_OUT_FLOOD;
 		fb->flood[i] = set & ~bit(in);
 		return;
@@ -1010,7 +1024,7 @@ static void send_copy(struct flow_worker *w, const struct flow_egress *e, uint16
 {
 	switch (e->kind) {
 	case EG_PORTS:
-		add_extra(fb, c, e->ports);
+		add_extra(w, fb, c, e->ports);
 		return;
 	case EG_CONTROLLER:
 		if (!queue_pin(w, e, in, c))
@@ -1101,13 +1115,13 @@ static void run_normal(struct flow *F, struct flow_worker *w, uint16_t in,
 			fb->flood[i] = nfb->flood[j];
 			fb->drop[i] = nfb->uniform != FWD_OUT_MIXED ? nfb->drop[0] : nfb->drop[j];
 		} else if (set != 0) {
-			add_extra(fb, m, set);
+			add_extra(w, fb, m, set);
 		} else {
 			rte_pktmbuf_free(m);
 		}
 	}
 	for (j = 0; j < nfb->n_extra; j++)
-		add_extra(fb, nfb->extra[j].m, nfb->extra[j].set);
+		add_extra(w, fb, nfb->extra[j].m, nfb->extra[j].set);
 	w->n_normal = 0;
 }
 
@@ -1255,8 +1269,13 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint16_t i, uniform;
 
 	w->tsc = rte_rdtsc();
+	w->extra_max = (uint16_t)(FWD_MAX_BURST - n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
+
+		/* A frame queues at most PROG_MAX_EGRESS frames for the bridge: room first. */
+		if (unlikely(w->n_normal > FWD_MAX_BURST - PROG_MAX_EGRESS))
+			run_normal(F, w, in, fb);
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
