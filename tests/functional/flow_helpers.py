@@ -1,6 +1,6 @@
 """Helpers of the flow-mode tests (test_flow*.py): a flow switch of tap ports whose kernel
 sides are watched by raw sockets, frames built by scapy and sent in, and what came out
-where, parsed back by scapy."""
+where, parsed back by scapy; checksums recomputed; pcap files written and read fast."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from test_learn import ETH_P_ALL, MARK, PACKET_AUXDATA, SOL_PACKET, Taps, with_t
 
 from conftest import Daemon, assert_accounting, wait_for
 
-__all__ = ["MARK", "FlowTaps", "rebuilt", "drops"]
+__all__ = ["MARK", "FlowTaps", "numbered", "read_pcap", "rebuilt", "write_pcap"]
 
 
 class FlowTaps(Taps):
@@ -118,10 +118,6 @@ class FlowTaps(Taps):
         assert got == {}, got
         after = self.port_stats()[port]["drops"][reason]
         assert after == before + 1, (reason, before, after)
-
-
-def drops(taps: FlowTaps) -> dict[str, int]:
-    return dict(taps.stats()["drops"])
 
 
 def rebuilt(f: Ether) -> Ether:

@@ -3,7 +3,8 @@ timeouts, replace-flows under traffic, rule management (del-flows, mod-flows, ad
 trace on every kind of switch, restart with the state file, and sluicectl's flow verbs.
 Match fields and actions one by one are in test_flow_match.py and test_flow_actions.py.
 Every test ends by checking the counters: rx = forwarded + dropped on each port, the drop
-reasons adding up."""
+reasons adding up. The last part holds what writing these tests found: bugs fixed since
+(each test fails without its fix) and, marked xfail with the reason, what is left."""
 
 from __future__ import annotations
 
