@@ -21,7 +21,7 @@
 
 #define CTL_FLOW_MAX_PACKET_INS 4096
 
-/* ---- ports by name or OpenFlow number ---- */
+/* ---- ports by name or OpenFlow number (1 .. SW_MAX_PORTS) ---- */
 
 static int port_lookup(void *ctx, const char *name)
 {
@@ -35,8 +35,11 @@ static int port_lookup(void *ctx, const char *name)
 			return (int)i;
 	if (!isdigit((unsigned char)name[0]))
 		return -1;
+	/* A number needs no port there, as in OVS: rules keep the number of a port deleted
+	 * after them, and the state file writes them back so (a restart then refused the
+	 * whole rule set). */
 	n = strtoul(name, &end, 10);
-	if (*end != '\0' || n == 0 || n > SW_MAX_PORTS || s->ports[n - 1] == NULL)
+	if (*end != '\0' || n == 0 || n > SW_MAX_PORTS)
 		return -1;
 	return (int)(n - 1);
 }
@@ -122,10 +125,12 @@ json_t *ctl_add_flow(json_t *params, struct ctl_error *e)
 	return result;
 }
 
-/* Parses every rule of FLOWS (an array of lines) to check it; nothing is changed. */
+/* Parses every rule of FLOWS (an array of lines) and checks what it refers to; nothing is
+ * changed. */
 static int check_rule_list(struct sw *s, json_t *flows, struct flow_rule_spec *spec,
 			   unsigned int *n_rules, struct ctl_error *e)
 {
+	char err[512];
 	json_t *line;
 	size_t i;
 
@@ -141,6 +146,12 @@ static int check_rule_list(struct sw *s, json_t *flows, struct flow_rule_spec *s
 			continue;
 		if (parse_rule(s, text, FLOW_PARSE_ADD, (unsigned int)i + 1, spec, e) != 0)
 			return -1;
+		/* A group or meter that does not exist is a bad line too: found before any
+		 * rule is added. */
+		if (fwd_flow_check(s->fwd, spec, err, sizeof(err)) != 0) {
+			ctl_fail(e, CTL_INVALID_PARAMS, "line %zu: %s", i + 1, err);
+			return -1;
+		}
 		(*n_rules)++;
 	}
 	return 0;

@@ -19,6 +19,7 @@
 #include "flow_key.h"
 
 #define FLOW_TABLES 64             /* tables 0 .. 63 */
+#define FLOW_TABLE_ALL 0xff        /* a filter's table: every table */
 #define FLOW_MAX_ACTIONS 32        /* per action list (apply or write) */
 #define FLOW_MAX_BUCKETS 32        /* per group */
 #define FLOW_MAX_GROUP_ID 0xffffff00u  /* OFPG_MAX */
@@ -98,7 +99,7 @@ struct flow_match {
  * the stack or heap of the control thread); the switch stores a compact copy.
  */
 struct flow_rule_spec {
-	uint8_t table;
+	uint8_t table;             /* mod/del filters: FLOW_TABLE_ALL unless given */
 	uint8_t goto_table;        /* FLOW_NO_GOTO, or a table above TABLE */
 	uint16_t priority;         /* default 32768, as ovs-ofctl */
 	uint16_t idle_timeout, hard_timeout;   /* seconds; 0: none */

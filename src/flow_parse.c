@@ -1215,7 +1215,7 @@ static int parse_goto(struct rule_state *r, const char *value)
 
 	if (parse_number(r->p, "goto_table", value, FLOW_TABLES - 1, &t) != 0)
 		return -1;
-	if (t <= r->spec->table)
+	if (r->spec->table != FLOW_TABLE_ALL && t <= r->spec->table)
 		return fail(r->p, "goto_table:%u must name a table after this rule's (%u)",
 			    (unsigned int)t, r->spec->table);
 	r->spec->goto_table = (uint8_t)t;
@@ -1510,6 +1510,10 @@ int flow_parse_rule(const char *text, enum flow_parse_mode mode, flow_port_looku
 	rule_defaults(spec);
 	if ((unsigned int)mode > FLOW_PARSE_TRACE)
 		return fail(&p, "unknown parse mode %d", (int)mode);
+	/* As ovs-ofctl: mod-flows and del-flows (and dump-flows' filter) without table=N
+	 * select rules in every table. */
+	if (mode == FLOW_PARSE_MODIFY || mode == FLOW_PARSE_DELETE)
+		spec->table = FLOW_TABLE_ALL;
 	if (copy_text(&p, text, buf, sizeof(buf)) != 0 ||
 	    parse_rule_items(&r, &ms, buf, &actions) != 0 ||
 	    check_match_prereqs(&p, &ms) != 0 || finish_rule_actions(&r, actions) != 0) {
@@ -2316,7 +2320,8 @@ static void format_settings(struct out *o, const struct flow_rule_spec *s,
 {
 	size_t i;
 
-	if (s->table != 0)
+	if (mode == FLOW_PARSE_MODIFY || mode == FLOW_PARSE_DELETE ?
+	    s->table != FLOW_TABLE_ALL : s->table != 0)
 		item(o, 0, "table=%u", s->table);
 	if (s->priority != DEFAULT_PRIORITY && mode != FLOW_PARSE_TRACE)
 		item(o, 0, "priority=%u", s->priority);

@@ -190,6 +190,7 @@ struct flow_worker {
 	struct rte_ring *pins;
 	uint64_t pin_full, copy_failed, uncacheable, emc_hits, emc_misses;
 	uint64_t tsc;                      /* the burst's time */
+	uint16_t extra_max;                /* extra frames the burst may hand over (add_extra) */
 	struct emc_entry *emc;
 	struct flow_prog *emc_prog;
 	struct flow_prog scratch;          /* a program that may not be cached */
@@ -579,13 +580,16 @@ static int live_bucket(const struct flow *F, const struct flow_group *g, unsigne
 	return -1;
 }
 
-/* Select: the bucket a hash of the flow's addresses and ports picks, by weight. */
+/* Select: the bucket a hash of the flow's addresses and ports picks, by weight. Only
+ * those: TTL and TOS (ECN marks) change on the way while the flow stays the same. */
 static int select_bucket(const struct xlate *x, const struct flow_group *g)
 {
 	const struct flow_key *k = &x->k;
 	uint32_t h = 0, pick;
 	unsigned int i;
 
+	_Static_assert(offsetof(struct flow_key, dl_src) == offsetof(struct flow_key, dl_dst) + 6,
+		       "dl_dst and dl_src are hashed as one block");
 	if (g->total_weight == 0)
 		return -1;
 	h = rte_hash_crc(k->dl_dst, 12, h);      /* both addresses, 8-byte aligned */
@@ -954,16 +958,18 @@ static void apply_mods(const struct flow_prog *p, const struct flow_egress *e,
 }
 
 /*
- * Hands copy M to the worker for the ports of SET. The worker takes FWD_MAX_BURST copies a
- * burst; a burst of frames that each go several ways can want more: the rest are freed and
- * counted as failed copies (`copy_failed` in show), never lost silently.
+ * Hands the worker another frame M for the ports of SET (fwd.h, extra[]). The worker stages
+ * at most FWD_MAX_BURST frames per output, its received ones included, so a burst of N may
+ * have FWD_MAX_BURST - N extra frames (w->extra_max): one more is freed and counted as a
+ * copy that failed, where it would have overrun the worker's arrays. Several differently
+ * changed outputs per frame in a large burst (--burst) reach the bound.
  */
 static void add_extra(struct flow_worker *w, struct fwd_burst *fb, struct rte_mbuf *m,
 		      uint64_t set)
 {
-	if (unlikely(fb->n_extra == FWD_MAX_BURST)) {
-		stats_add(&w->copy_failed, 1);
+	if (unlikely(fb->n_extra >= w->extra_max)) {
 		rte_pktmbuf_free(m);
+		stats_add(&w->copy_failed, 1);
 		return;
 	}
 	fb->extra[fb->n_extra].m = m;
@@ -980,6 +986,8 @@ static struct rte_mbuf *share(struct rte_mbuf *m)
 	return m;
 }
 
+/* Queues M for the control side; false when the queue is full (M is then still the
+ * caller's: a carrier is freed by the worker as a drop, a copy by send_copy). */
 static bool queue_pin(struct flow_worker *w, const struct flow_egress *e, uint16_t in,
 		      struct rte_mbuf *m)
 {
@@ -989,7 +997,6 @@ static bool queue_pin(struct flow_worker *w, const struct flow_egress *e, uint16
 	if (rte_ring_sp_enqueue_elem(w->pins, &pe, sizeof(pe)) == 0)
 		return true;
 	stats_add(&w->pin_full, 1);
-	rte_pktmbuf_free(m);
 	return false;
 }
 
@@ -1037,7 +1044,8 @@ static void send_copy(struct flow_worker *w, const struct flow_egress *e, uint16
 		add_extra(w, fb, c, e->ports);
 		return;
 	case EG_CONTROLLER:
-		queue_pin(w, e, in, c);
+		if (!queue_pin(w, e, in, c))
+			rte_pktmbuf_free(c);
 		return;
 	default:
 		w->normal_pkts[w->n_normal] = c;
@@ -1328,8 +1336,13 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint16_t i, uniform;
 
 	w->tsc = rte_rdtsc();
+	w->extra_max = (uint16_t)(FWD_MAX_BURST - n);
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
+
+		/* A frame queues at most PROG_MAX_EGRESS frames for the bridge: room first. */
+		if (unlikely(w->n_normal > FWD_MAX_BURST - PROG_MAX_EGRESS))
+			run_normal(F, w, in, fb);
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
@@ -1877,6 +1890,18 @@ static int insert_rule(struct flow *F, struct flow_tables *tables,
 	}
 	if (s->idle_timeout != 0 || s->hard_timeout != 0)
 		F->n_timed++;
+	return 0;
+}
+
+int fwd_flow_check(void *state, const struct flow_rule_spec *s, char *err, size_t err_len)
+{
+	if (check_refs(state, s, true, err, err_len) != 0)
+		return -1;
+	if ((s->flags & FLOW_FLAG_CHECK_OVERLAP) && has_overlap(state, s)) {
+		snprintf(err, err_len, "the rule overlaps one of the same priority in table %u "
+			 "(check_overlap)", s->table);
+		return -1;
+	}
 	return 0;
 }
 

@@ -15,8 +15,6 @@
 
 #include "flow.h"
 
-#define FLOW_TABLE_ALL 0xff        /* a filter's table: every table */
-
 /* Names ports in dumps and traces: NAME(CTX, index). */
 struct flow_namer {
 	flow_port_name name;
@@ -26,6 +24,10 @@ struct flow_namer {
 /* Adds a rule, or replaces the instructions of the rule with the same table, match and
  * priority (its counters kept unless reset_counts). -1 with ERR. */
 int fwd_flow_add(void *state, const struct flow_rule_spec *spec, char *err, size_t err_len);
+/* Whether fwd_flow_add() would take SPEC as the rules are now (its groups and meters exist,
+ * its table is in range, no overlap when it asks check_overlap); nothing is changed. -1
+ * with ERR. */
+int fwd_flow_check(void *state, const struct flow_rule_spec *spec, char *err, size_t err_len);
 /* Changes the instructions of the rules FILTER selects (strict: same match and priority). */
 int fwd_flow_modify(void *state, const struct flow_rule_spec *filter, bool strict,
 		    unsigned int *n_changed, char *err, size_t err_len);

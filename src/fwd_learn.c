@@ -873,64 +873,84 @@ static json_t *learn_describe(void *state, const char *const *port_names)
 			 "port_settings", ports);
 }
 
-/* Appends "port N, port M" for the OpenFlow numbers of SET to BUF. */
-static void trace_set(char *buf, size_t len, uint64_t set)
+/* Appends the OpenFlow numbers (index + 1, as `show` gives them) of the ports in SET. */
+static int format_ports(char *buf, size_t len, uint64_t set)
 {
-	size_t used = strlen(buf);
+	int n = 0;
 
-	if (set == 0)
-		snprintf(buf + used, len - used, "nobody");
-	while (set != 0 && used < len) {
+	buf[0] = '\0';
+	while (set != 0 && (size_t)n < len) {
 		unsigned int p = (unsigned int)__builtin_ctzll(set);
 
 		set &= set - 1;
-		used += (size_t)snprintf(buf + used, len - used, "port %u%s", p + 1,
-					 set != 0 ? ", " : "");
+		n += snprintf(buf + n, len - (size_t)n, "%s%u", n > 0 ? "," : "", p + 1);
 	}
+	return n;
 }
 
 /*
- * The bridge's decision for one frame, explained: the same parse and table reads as the data
- * path, without learning, counting or storm buckets (trace must not disturb traffic).
+ * The decision for one described packet, as learn_process() would take it, without
+ * learning its source or touching an entry's age or the storm buckets: a trace never
+ * changes what the switch does. Ports are given by their OpenFlow numbers.
  */
-static void learn_trace(void *state, uint16_t in, struct rte_mbuf *m, struct fwd_trace *t)
+static void learn_trace(void *state, uint16_t in, struct rte_mbuf *pkt,
+			struct fwd_trace *t)
 {
+	static const uint8_t zero[RTE_ETHER_ADDR_LEN];
 	const struct learn *L = state;
-	const struct fdb_slot *s;
+	uint16_t access = __atomic_load_n(&L->access_tag[in], __ATOMIC_RELAXED);
+	uint8_t data[128] __rte_aligned(2);
+	uint32_t len = RTE_MIN(rte_pktmbuf_data_len(pkt), (uint32_t)sizeof(data));
+	const struct fdb_slot *s = NULL;
+	bool no_source = false;
 	struct l2_frame f;
 	uint64_t members;
-	int drop = l2_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), in,
-			    L->access_tag[in], L->member, L->forward_reserved, &f);
-	size_t used;
+	uint32_t out = FDB_NONE;
+	char ports[256];
+	int drop, n;
 
+	/* A described packet often names no source (trace in_port=...,dl_dst=...): it is
+	 * traced as if it had one, not dropped as malformed. */
+	memcpy(data, rte_pktmbuf_mtod(pkt, const uint8_t *), len);
+	if (len >= RTE_ETHER_HDR_LEN && memcmp(data + RTE_ETHER_ADDR_LEN, zero,
+						sizeof(zero)) == 0) {
+		data[RTE_ETHER_ADDR_LEN] = 0x02;
+		no_source = true;
+	}
+	drop = l2_parse(data, len, in, access, L->member,
+			__atomic_load_n(&L->forward_reserved, __ATOMIC_RELAXED), &f);
 	if (drop >= 0) {
-		snprintf(t->text, sizeof(t->text), "learn: dropped (%s)\n",
+		snprintf(t->text, sizeof(t->text), "learn: drop (%s)",
 			 stats_drop_name((enum stats_drop)drop));
 		return;
 	}
-	s = fdb_lookup(&L->fdb, f.src_key, fdb_hash(f.src_key));
-	used = (size_t)snprintf(t->text, sizeof(t->text), "learn: VLAN %u; source %s\n", f.vlan,
-				s == NULL ? "unknown: would be learned on the input port" :
-				(fdb_slot_port_flags(s) & FDB_PORT_MASK) == in ?
-				"known on the input port" : "known on another port: would move");
-	members = L->member[f.vlan] & ~bit(in);
-	if (f.dst_key != 0 && (s = fdb_lookup(&L->fdb, f.dst_key, fdb_hash(f.dst_key))) != NULL) {
-		uint32_t out = fdb_slot_port_flags(s) & FDB_PORT_MASK;
-
-		if (out == in)
-			snprintf(t->text + used, sizeof(t->text) - used, "destination behind the "
-				 "input port: dropped (hairpin)\n");
-		else
-			snprintf(t->text + used, sizeof(t->text) - used, "destination known: "
-				 "unicast to port %u\n", out + 1);
-		return;
+	members = __atomic_load_n(&L->member[f.vlan], __ATOMIC_RELAXED);
+	n = snprintf(t->text, sizeof(t->text), "learn: %sVLAN %u (%s), ",
+		     no_source ? "(no source address given) " : "", f.vlan,
+		     access != 0 ? "the input's access VLAN" : f.tagged ? "tagged" : "untagged");
+	if (f.dst_key != 0) {
+		s = fdb_lookup(&L->fdb, f.dst_key, fdb_hash(f.dst_key));
+		out = s != NULL ? fdb_slot_port_flags(s) & FDB_PORT_MASK : FDB_NONE;
 	}
-	used += (size_t)snprintf(t->text + used, sizeof(t->text) - used, "%s: flood to ",
-				 f.dst_key == 0 ? "group destination" : "unknown destination");
-	trace_set(t->text, sizeof(t->text), members);
-	used = strlen(t->text);
-	snprintf(t->text + used, sizeof(t->text) - used, "%s\n",
-		 L->storm_cost[in] != 0 ? " (within the input port's storm limit)" : "");
+	if (f.dst_key == 0)
+		n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "a group destination: ");
+	else if (out == FDB_NONE)
+		n += snprintf(t->text + n, sizeof(t->text) - (size_t)n,
+			      "destination not learned: ");
+	else
+		n += snprintf(t->text + n, sizeof(t->text) - (size_t)n,
+			      "destination %s on port %u: ",
+			      fdb_slot_port_flags(s) & FDB_STATIC ? "static" : "learned", out + 1);
+	if (out == in) {
+		snprintf(t->text + n, sizeof(t->text) - (size_t)n,
+			 "the input port: drop (hairpin)");
+	} else if (out != FDB_NONE && (members & bit((uint16_t)out)) != 0) {
+		snprintf(t->text + n, sizeof(t->text) - (size_t)n, "output to port %u", out + 1);
+	} else {
+		format_ports(ports, sizeof(ports), members & ~bit(in));
+		snprintf(t->text + n, sizeof(t->text) - (size_t)n, "flood to ports %s%s", ports,
+			 ports[0] ? "" : "(none)");
+	}
 }
 
 const struct fwd_ops fwd_learn_ops = {

@@ -19,6 +19,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -173,8 +174,67 @@ static json_t *rule_line(json_t *f)
 	return json_string(line);
 }
 
-/* A flow switch's meters, groups (by id: a group may use only one added before it) and
- * rules, the rules as one replace-flows. */
+/* Whether every group TEXT's buckets send to ("group:N") is in ADDED (N_ADDED ids) or is
+ * not among the switch's GROUPS at all. */
+static bool group_refs_added(const char *text, json_t *groups, const json_int_t *added,
+			     size_t n_added)
+{
+	const char *p = text;
+
+	while ((p = strstr(p, "group:")) != NULL) {
+		json_int_t id = strtoll(p + 6, NULL, 10);
+		bool found = false, exists = false;
+		size_t i;
+		json_t *g;
+
+		p += 6;
+		if (p - 6 > text && p[-7] == '_')      /* watch_group: not a reference */
+			continue;
+		for (i = 0; i < n_added && !found; i++)
+			found = added[i] == id;
+		json_array_foreach(groups, i, g)
+			exists |= json_integer_value(json_object_get(g, "group_id")) == id;
+		if (!found && exists)
+			return false;
+	}
+	return true;
+}
+
+/* The add-group requests of GROUPS, each after the groups it sends to (a group may send to
+ * one of a higher id, and add-group wants the groups it names to exist). */
+static void add_group_requests(json_t *out, const char *name, json_t *groups)
+{
+	size_t n = json_array_size(groups), n_added = 0, i;
+	json_int_t *added = calloc(n + 1, sizeof(*added));
+	bool *done = calloc(n + 1, sizeof(*done));
+	bool progress = true;
+	json_t *g;
+
+	while (added != NULL && done != NULL && progress) {
+		progress = false;
+		json_array_foreach(groups, i, g) {
+			const char *text = json_string_value(json_object_get(g, "text"));
+
+			if (done[i] || !group_refs_added(text != NULL ? text : "", groups, added,
+							 n_added))
+				continue;
+			add_request(out, "add-group", json_pack("{ss sO}", "switch", name, "group",
+								json_object_get(g, "text")));
+			added[n_added++] = json_integer_value(json_object_get(g, "group_id"));
+			done[i] = progress = true;
+		}
+	}
+	/* A loop of groups (mod-group can make one) is written as it is, in id order. */
+	json_array_foreach(groups, i, g)
+		if (done == NULL || !done[i])
+			add_request(out, "add-group", json_pack("{ss sO}", "switch", name, "group",
+								json_object_get(g, "text")));
+	free(added);
+	free(done);
+}
+
+/* A flow switch's meters, groups (each after those it sends to) and rules, the rules as one
+ * replace-flows. */
 static void add_flow_requests(json_t *out, const char *name)
 {
 	json_t *meters = ask("dump-meters", json_pack("{ss}", "switch", name));
@@ -186,9 +246,7 @@ static void add_flow_requests(json_t *out, const char *name)
 	json_array_foreach(json_object_get(meters, "meters"), i, v)
 		add_request(out, "add-meter", json_pack("{ss sO}", "switch", name, "meter",
 							json_object_get(v, "text")));
-	json_array_foreach(json_object_get(groups, "groups"), i, v)
-		add_request(out, "add-group", json_pack("{ss sO}", "switch", name, "group",
-							json_object_get(v, "text")));
+	add_group_requests(out, name, json_object_get(groups, "groups"));
 	json_array_foreach(json_object_get(flows, "flows"), i, v)
 		json_array_append_new(lines, rule_line(v));
 	if (json_array_size(lines) > 0)

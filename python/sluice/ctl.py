@@ -875,11 +875,31 @@ def execute(args: argparse.Namespace, transport: Transport, origin: str,
     return Exit.OK
 
 
+def parse_argv(argv: Sequence[str] | None) -> argparse.Namespace:
+    """ARGV parsed. argparse (3.11) gives an optional positional nothing when an option
+    stands between it and the positionals before it, so `del-flows br0 --strict RULE` would
+    leave RULE over: what is left over fills such positionals, in order."""
+    parser = make_parser()
+    args, extra = parser.parse_known_args(argv)
+    verb = next((v for v in VERBS if v.name == getattr(args, "verb", None)), None)
+    for a in verb.args if verb is not None else ():
+        if (extra and a.optional and a.option is None and a.nargs is None
+                and getattr(args, a.dest, None) is None and not extra[0].startswith("-")):
+            word = extra.pop(0)
+            try:
+                setattr(args, a.dest, a.type(word) if a.type is not None else word)
+            except (TypeError, ValueError):
+                parser.error(f"argument {a.metavar or a.dest}: invalid value: {word!r}")
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """sluicectl: parse ARGV (default sys.argv[1:]), run one request, return the exit
     status."""
     try:
-        args = make_parser().parse_args(argv)
+        args = parse_argv(argv)
     except SystemExit as e:        # --help, --version (0) or a usage error (2)
         return Exit.OK if e.code in (0, None) else Exit.USAGE
     path, origin = resolve_socket(args.socket, os.environ)
