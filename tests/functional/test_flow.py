@@ -807,12 +807,6 @@ def test_many_rules_grow_and_shrink(taps: FlowTaps) -> None:
         assert traced(i) == (["controller"] if i % 2 == 0 else [ports[i % 3]]), i
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the control socket reads a request of at most 64 KiB (src/ctl.c CTL_LINE_MAX, "
-    "docs/protocol.md), and add-flows and replace-flows send a whole file as one request: "
-    "about 1,000 rules at most, where issue 14 asks for 10,000-rule replace-flows and "
-    "100,000-rule add-flows. A protocol decision (a larger or growing buffer, or bundles "
-    "sent in parts) for the lead"))
 def test_replace_flows_of_ten_thousand_rules(taps: FlowTaps, workdir: Path) -> None:
     rules = workdir / "big.txt"
     rules.write_text("".join(f"priority=10,ip,nw_dst=10.{i // 256}.{i % 256}.1,"
