@@ -224,7 +224,11 @@ def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
         links.append(_end(scn, work, tag, 2 * p + 1))
     pairs = tuple((i, i + 1) for i in range(0, len(links), 2))
     veth = any(link.kind == "veth" for link in links)
-    return Topology(tuple(links), pairs, netns if veth else None)
+    # The mixed chain's firewall stage sits between its L3 VNF (v1) and its L2 VNF (v2):
+    # the rules apply to what the L3 VNF sends out of its port v1b.
+    firewall = next(i for i, link in enumerate(links) if link.name == "v1b") if (
+        scn.name == MIXED) else None
+    return Topology(tuple(links), pairs, netns if veth else None, firewall=firewall)
 
 
 def fanout_topology(scn: Scenario, work: Path, tag: str, netns: str | None) -> Topology:

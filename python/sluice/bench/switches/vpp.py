@@ -22,6 +22,7 @@ that steers loopback chains).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import os
 import re
@@ -284,7 +285,7 @@ class Vpp(Switch):
 
     def start(self, topo: Topology) -> None:
         # VPP has no af_xdp here (the plugin is not needed); its veth ends use af_packet.
-        topo = Topology(topo.links, topo.pairs, topo.netns, "af_packet")
+        topo = dataclasses.replace(topo, veth_driver="af_packet")
         self.topology = topo           # stop() removes its sockets even after a failure
         self._launch(topo)
         names = interface_names(topo)
