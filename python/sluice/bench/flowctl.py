@@ -24,6 +24,7 @@ Rows go to OUT/flow-ctl.jsonl; a table is printed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -198,7 +199,8 @@ class Bench:
         assert sw.topology is not None
         cmd = [str(self.gen), "--cpu", str(self.gen_cpu), "--role", "txrx", "--size",
                str(self.s.size), "--duration", f"{seconds:g}", "--json", "--out",
-               str(self.out / f"{name}.jsonl"), "--rate", rate, "--warmup", "1",
+               str(self.out / f"{name}.json"), "--rate", rate, "--warmup", "1",
+               "--cooldown", "0.5",
                *gen_mod.port_args(sw).args]
         log = (self.out / f"{name}.log").open("wb")
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -207,9 +209,8 @@ class Bench:
                 ) -> dict[str, Any]:
         """The last JSON object sluice-gen wrote (its summary)."""
         proc.wait(timeout=seconds + 60)
-        lines = [ln for ln in (self.out / f"{name}.jsonl").read_text().splitlines()
-                 if ln.strip()]
-        return json.loads(lines[-1]) if lines else {}
+        path = self.out / f"{name}.json"
+        return json.loads(path.read_text()) if path.exists() else {}
 
     def add_phase(self, key: str, sw: Any, row: CtlRow) -> None:
         """add-flows of the big ACL into the running switch, timed, RSS before and after."""
@@ -243,20 +244,13 @@ class Bench:
             row.replace_error = str(e)
 
     def replace_phase(self, key: str, sw: Any, row: CtlRow) -> None:
-        """R+ with the replace-size ACL, then traffic at LOAD x R+ and replace-flows."""
+        """R+ with the replace-size ACL (SW freshly started with it), then traffic at
+        LOAD x R+ and replace-flows to another ACL of that size."""
         steering = rules.pair_rules(sw.topology.pairs)
-        first = rules.rule_set(steering, self.s.replace_rules, self.s.masks, seed=11)
         second = rules.rule_set(steering, self.s.replace_rules, self.s.masks, seed=12)
-        if key.startswith("sluice"):
-            from sluice.rpc import RpcClient
-            with RpcClient(str(sw.socket), timeout=60) as rpc:
-                rpc.call("del-flows", switch="bench")
-            sw.load_flows(first)
-        else:
-            sw.ovs.load_flows(first)
         row.replace_rules = self.s.replace_rules
-        p = self.gen_run(sw, self.s.rplus_s + 1, "max", f"{key}-rplus")
-        summ = self.summary(f"{key}-rplus", p, self.s.rplus_s + 1)
+        p = self.gen_run(sw, self.s.rplus_s + 1.5, "max", f"{key}-rplus")
+        summ = self.summary(f"{key}-rplus", p, self.s.rplus_s + 1.5)
         row.rplus_pps = float(summ.get("rx_pps", 0.0)) or None
         if not row.rplus_pps:
             row.note = "no R+ (the generator received nothing)"
@@ -291,6 +285,13 @@ class Bench:
             sw.start(topo)
             self.say(f"{key}: started; add-flows of {self.s.add_rules} rules")
             self.add_phase(key, sw, row)
+            sw.stop()
+            # Afresh for the second phase, with the first ACL of the swap (seed 11) loaded
+            # as the adapter loads any ACL, above the steering rules.
+            sw = ADAPTERS[name](dataclasses.replace(ctx, extra={
+                **ctx.extra, "rules": str(self.s.replace_rules),
+                "rule_masks": str(self.s.masks), "rule_seed": "11"}), mode)
+            sw.start(topo)
             self.say(f"{key}: replace-flows of {self.s.replace_rules} rules under traffic")
             self.replace_phase(key, sw, row)
         except Exception as e:  # noqa: BLE001  a failing switch gives a row saying why

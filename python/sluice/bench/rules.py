@@ -11,7 +11,8 @@ A rule set is
   (`normal_rules`: learning-bridge forwarding, as `ovs-dpdk:normal`);
 - optionally an ACL (`acl_rules`): N ACL-like 5-tuple rules (protocol, source and
   destination prefix, source and destination port under a prefix mask) over K distinct
-  masks, generated from a seed, at priorities 2..N+1 above the steering. They are deny
+  masks, generated from a seed, at priorities 2..N+1 above the steering (past 65,534 rules
+  priorities repeat). They are deny
   rules that sluice-gen's traffic never matches (it sends UDP to port 1024, and every
   rule's destination-port match excludes 1024), so all traffic passes to the steering rule
   below them, and a classifier has to rule out every one of them: the default-allow
@@ -150,7 +151,9 @@ def acl(n: int, n_masks: int = DEFAULT_MASKS, seed: int = DEFAULT_SEED) -> list[
         if key in seen:
             continue
         seen.add(key)
-        out.append(AclRule(ACL_BASE_PRIORITY + len(out), proto, src, m.src_len, dst,
+        # Priorities 2..65535; past 65534 rules they repeat (on different matches).
+        prio = ACL_BASE_PRIORITY + len(out) % (65536 - ACL_BASE_PRIORITY)
+        out.append(AclRule(prio, proto, src, m.src_len, dst,
                            m.dst_len, sport, m.sport_bits, dport, m.dport_bits))
     return out
 

@@ -51,8 +51,12 @@ class PrivateOvs:
         return r.stdout.strip()
 
     def ofctl(self, *args: str, timeout: float = 30.0) -> str:
-        """ovs-ofctl against the private bridge's OpenFlow socket."""
-        r = subprocess.run(["ovs-ofctl", args[0], f"unix:{self.dir}/{BRIDGE}.mgmt", *args[1:]],
+        """ovs-ofctl against the private bridge's OpenFlow socket (options such as --bundle
+        first, then the command and its arguments)."""
+        opts = [a for a in args if a.startswith("--")]
+        rest = [a for a in args if not a.startswith("--")]
+        r = subprocess.run(["ovs-ofctl", *opts, rest[0], f"unix:{self.dir}/{BRIDGE}.mgmt",
+                            *rest[1:]],
                            capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"ovs-ofctl {' '.join(args)}: {r.stderr.strip()}")
