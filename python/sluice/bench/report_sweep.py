@@ -50,6 +50,55 @@ def points(rows: Sequence[Row]) -> list[dict[str, object]]:
                                       _order(str(p["value"]))))
 
 
+# The references of the classifier sweep (issue 14): each point's ratio to these switches.
+REFERENCES = ("ovs-dpdk:flows", "sluice:patch")
+
+
+def _groups(rows: Sequence[Row]) -> dict[tuple[str, str, str], list[Row]]:
+    """Throughput rows by (scenario, value, switch key)."""
+    out: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.sweep_param and not r.oversubscribed and r.method != "latency":
+            scn = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+            out[(scn, r.sweep_value, switch_key(r))].append(r)
+    return out
+
+
+def _window_ratio(rs: Sequence[Row], other: str) -> float | None:
+    """The median of the window ratios of RS against OTHER (alternating rows), None if
+    none alternated with it."""
+    vals = [r.ratio_median for r in rs if r.ratio_vs == other and r.ratio_median is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ratio_to(groups: dict[tuple[str, str, str], list[Row]], scn: str, value: str, key: str,
+             ref: str) -> str:
+    """KEY's figure over REF's at one point, with how it was found: 'w' from alternating
+    windows against REF itself, 'via B' from both switches' window ratios against the same
+    B (x/B over REF/B), 'R+' from the mean R+ of the best placement each had (with both
+    labels when they differ); '' when REF did not run there, '1' for REF itself."""
+    if key == ref:
+        return "1"
+    mine, theirs = groups.get((scn, value, key), []), groups.get((scn, value, ref), [])
+    if not mine or not theirs:
+        return ""
+    lab_m, use_m = pick_best(mine)
+    lab_t, use_t = pick_best(theirs)
+    direct = _window_ratio(use_m, ref)
+    if direct is not None:
+        return f"{direct:.2f} (w)"
+    for base in sorted({r.ratio_vs for r in use_m if r.ratio_vs}):
+        a, b = _window_ratio(use_m, base), _window_ratio(use_t, base)
+        if a is not None and b:
+            return f"{a / b:.2f} (via {base})"
+    ref_rx = statistics.fmean(r.rx_pps for r in use_t)
+    if ref_rx <= 0:
+        return ""
+    ratio = statistics.fmean(r.rx_pps for r in use_m) / ref_rx
+    labels = "" if lab_m == lab_t else f", {lab_m}/{lab_t}"
+    return f"{ratio:.2f} (R+{labels})"
+
+
 def _delivered(rs: Sequence[Row]) -> float | None:
     """The mean share of a fan-out's copies that arrived (None outside fanout rows)."""
     vals = [r.delivered_fraction for r in rs if r.delivered_fraction is not None]
@@ -117,17 +166,41 @@ def sections(rows: Sequence[Row]) -> list[Section]:
     param = next(r.sweep_param for r in rows if r.sweep_param)
     if param == "fanout":
         return [fanout_section(pts)]
+    groups = _groups(rows)
+    refs = [ref for ref in REFERENCES if any(k[2] == ref for k in groups)]
+    rules_of = _rules_of(rows)
     lines = [[str(p["kind"]), str(p["scenario"]), str(p["switch"]), str(p["value"]),
+              rules_of.get((str(p["scenario"]), str(p["value"]), str(p["switch"])), ""),
               f"{p['rx_mpps']:.3f}",
+              *(ratio_to(groups, str(p["scenario"]), str(p["value"]), str(p["switch"]), ref)
+                if p["kind"] == "throughput" else "" for ref in refs),
               "" if p["mean_us"] is None else f"{p['mean_us']:.1f}",
               "" if p["p99_us"] is None else f"{p['p99_us']:.1f}",
               str(p["placement"]), str(p["n"])] for p in pts]
+    ratio_text = (" Ratios to " + " and ".join(refs) + " per point: (w) the median window "
+                  "ratio against that switch, (via B) both switches' window ratios against "
+                  "the same B divided, (R+) the quotient of mean R+ (placement labels "
+                  "named when they differ)." if refs else "")
     return [(f"Sweep: {param}",
              "Each value ran with the same scenarios and switches; per point the best "
              "placement label its rows have (near first) and how many rows it rests on. "
-             "Latency points are trials at the swept rate (sluice-gen's round trip).",
-             ["kind", "scenario", "switch", param, "R+ / received Mpps", "mean RTT us",
-              "p99 us", "placement", "rows"], lines)]
+             "Latency points are trials at the swept rate (sluice-gen's round trip). "
+             "`rules/flows`: the ACL rules the switch had loaded above its steering (0: none; "
+             "rules.py) and sluice-gen's distinct 5-tuples." + ratio_text,
+             ["kind", "scenario", "switch", param, "rules/flows", "R+ / received Mpps",
+              *(f"/ {ref}" for ref in refs), "mean RTT us", "p99 us", "placement", "rows"],
+             lines)]
+
+
+def _rules_of(rows: Sequence[Row]) -> dict[tuple[str, str, str], str]:
+    """'rules/flows' per (scenario, value, switch key), e.g. '1000 (16 masks)/100000'."""
+    out: dict[tuple[str, str, str], str] = {}
+    for r in rows:
+        if r.sweep_param:
+            scn = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+            masks = f" ({r.rule_masks} masks)" if r.rules else ""
+            out[(scn, r.sweep_value, switch_key(r))] = f"{r.rules}{masks}/{r.flows}"
+    return out
 
 
 def fanout_section(pts: Sequence[dict[str, object]]) -> Section:
