@@ -112,7 +112,8 @@ class OvsDpdk(Switch):
             return ("OVS-DPDK NORMAL action: MAC learning, flooding of unknown destinations "
                     "(one-way traffic never teaches it the sink's MAC: every frame floods)")
         acl = (f"; {self.acl_rules} ACL rules over {self.acl_masks} masks above them"
-               if self.acl_rules else "")
+               + (" (the chain's firewall, on the L3 VNF's output)" if self.topology
+                  and self.topology.firewall is not None else "") if self.acl_rules else "")
         return ("OVS-DPDK explicit rules in_port=A,actions=output:B for each pair, both ways"
                 + acl)
 

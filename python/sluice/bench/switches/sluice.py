@@ -155,7 +155,8 @@ class Sluice(Switch):
                    if self.fwd_mode == "flow-normal" else
                    "explicit rules in_port=A,actions=output:B for each pair, both ways")
             acl = (f"; {self.acl_rules} ACL rules over {self.acl_masks} masks above them"
-                   if self.acl_rules else "")
+                   + (" (the chain's firewall, on the L3 VNF's output)" if self.topology
+                      and self.topology.firewall is not None else "") if self.acl_rules else "")
             return f"sluiced flow: {how}{acl}; {poll}"
         return f"sluiced learn: all ports in one learning bridge (MAC learning, flooding); {poll}"
 
