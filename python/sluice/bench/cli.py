@@ -660,8 +660,10 @@ def switch_options(args: argparse.Namespace) -> dict[str, str]:
     out = {"vpp_prefix": str(prefix.resolve())} if prefix else {}
     if getattr(args, "rules", None) is not None:
         out["rules"] = str(args.rules)
-    if hasattr(args, "rule_masks"):
+    from sluice.bench import rules
+    if getattr(args, "rule_masks", rules.DEFAULT_MASKS) != rules.DEFAULT_MASKS:
         out["rule_masks"] = str(args.rule_masks)
+    if getattr(args, "rule_seed", rules.DEFAULT_SEED) != rules.DEFAULT_SEED:
         out["rule_seed"] = str(args.rule_seed)
     return out
 
