@@ -288,10 +288,13 @@ class Bench:
             sw.stop()
             # Afresh for the second phase, with the first ACL of the swap (seed 11) loaded
             # as the adapter loads any ACL, above the steering rules.
-            sw = ADAPTERS[name](dataclasses.replace(ctx, extra={
+            work2 = ctx.work / "replace"
+            work2.mkdir(exist_ok=True)
+            sw = ADAPTERS[name](dataclasses.replace(ctx, work=work2, tag=f"{ctx.tag}r", extra={
                 **ctx.extra, "rules": str(self.s.replace_rules),
                 "rule_masks": str(self.s.masks), "rule_seed": "11"}), mode)
-            sw.start(topo)
+            sw.start(scenarios.topology(scenarios.parse("v2v", "memif", "uni"), work2,
+                                        f"{ctx.tag}r"))
             self.say(f"{key}: replace-flows of {self.s.replace_rules} rules under traffic")
             self.replace_phase(key, sw, row)
         except Exception as e:  # noqa: BLE001  a failing switch gives a row saying why
