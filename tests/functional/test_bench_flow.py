@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from test_bench import BENCH, assert_cleaned_up, bench, rows
 
 OVS = Path("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
