@@ -342,6 +342,11 @@ def add_flow_ctl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument("--replace-at", type=float, default=3.0,
                    help="seconds into that traffic replace-flows is sent (default 3)")
     p.add_argument("--size", type=int, default=64, help="frame size (default 64)")
+    p.add_argument("--gen-ring", type=int, default=16384,
+                   help="sluice-gen --ring: zero loss needs rings that outlast the host's "
+                        "stalls of a vCPU (default 16384; 0: sluice-gen's own)")
+    p.add_argument("--no-control", action="store_true",
+                   help="skip the run at the same load without replace-flows")
     p.add_argument("--switch-cpu", type=int, default=1)
     p.add_argument("--gen-cpu", type=int, default=0)
     p.add_argument("--gen", type=Path, default=None, help="the sluice-gen to use")
@@ -371,7 +376,7 @@ def run_flow_ctl(args: argparse.Namespace) -> int:
             keys.append(key)
     s = flowctl.CtlSettings(tuple(keys), args.add_rules, args.replace_rules, args.rule_masks,
                             args.load, args.rplus_seconds, args.traffic_seconds,
-                            args.replace_at, args.size)
+                            args.replace_at, args.size, args.gen_ring, not args.no_control)
     out = args.out or default_out()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)

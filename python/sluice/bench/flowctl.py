@@ -13,7 +13,8 @@ sluice-gen loop as generator and sink):
    `ovs-ofctl add-flows FILE`), and the daemon's resident memory (VmRSS) before and after;
 2. R+ with the `--replace-rules` ACL (10,000) and the steering rules loaded, over
    `--rplus-seconds` (3);
-3. traffic at `--load` (0.5) of that R+ for `--traffic-seconds` (8); after
+3. traffic at `--load` (0.5) of that R+ for `--traffic-seconds` (8) without any change
+   (the control: what the machine loses by itself), then the same again, and after
    `--replace-at` (3) seconds, replace-flows with another 10,000-rule ACL (other seed) and
    the same steering rules (sluice: RPC replace-flows; OVS: `ovs-ofctl replace-flows`, and
    `--bundle` for an atomic swap); the seconds it took and whether any frame was lost over
@@ -151,6 +152,11 @@ class CtlRow:
     lost: int | None = None
     switch_drops: dict[str, int] = field(default_factory=dict)
     zero_loss: bool | None = None
+    # The same traffic for the same time without a replace-flows, just before: the loss
+    # the machine causes by itself (a vCPU stall overflows a ring), to read LOST against.
+    control_tx_packets: int = 0
+    control_lost: int | None = None
+    gen_ring: int = 0
     note: str = ""
 
     def to_json(self) -> str:
@@ -170,6 +176,8 @@ class CtlSettings:
     traffic_s: float = 8.0
     replace_at: float = 3.0
     size: int = 64
+    ring: int = 16384             # sluice-gen --ring: rings that outlast a vCPU's stalls
+    control: bool = True          # a run without replace-flows first, for comparison
 
 
 def sluice_drops(sw: Any) -> dict[str, int]:
@@ -200,7 +208,7 @@ class Bench:
         cmd = [str(self.gen), "--cpu", str(self.gen_cpu), "--role", "txrx", "--size",
                str(self.s.size), "--duration", f"{seconds:g}", "--json", "--out",
                str(self.out / f"{name}.json"), "--rate", rate, "--warmup", "1",
-               "--cooldown", "0.5",
+               "--cooldown", "0.5", *(("--ring", str(self.s.ring)) if self.s.ring else ()),
                *gen_mod.port_args(sw).args]
         log = (self.out / f"{name}.log").open("wb")
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -256,6 +264,12 @@ class Bench:
             row.note = "no R+ (the generator received nothing)"
             return
         row.offered_pps = row.rplus_pps * self.s.load
+        row.gen_ring = self.s.ring
+        if self.s.control:
+            p = self.gen_run(sw, self.s.traffic_s, f"{row.offered_pps:.0f}", f"{key}-control")
+            summ = self.summary(f"{key}-control", p, self.s.traffic_s)
+            row.control_tx_packets = int(summ.get("tx_packets", 0))
+            row.control_lost = int(summ.get("lost", 0))
         before = sluice_drops(sw) if key.startswith("sluice") else {}
         p = self.gen_run(sw, self.s.traffic_s, f"{row.offered_pps:.0f}", f"{key}-replace")
         time.sleep(self.s.replace_at)
@@ -344,7 +358,7 @@ def write_rows(out: Path, rows: Sequence[CtlRow]) -> Path:
 def table(rows: Sequence[CtlRow]) -> str:
     """A plain-text table of ROWS."""
     head = ("switch", "add rules", "add s", "reqs", "RSS MiB before/after", "replace rules",
-            "at Mpps", "replace s", "lost", "zero loss")
+            "at Mpps", "replace s", "lost (without replace)", "zero loss")
     lines = [" | ".join(head)]
     for r in rows:
         rss = ("" if r.rss_before_kib is None or r.rss_after_kib is None else
@@ -356,9 +370,13 @@ def table(rows: Sequence[CtlRow]) -> str:
             f"{r.offered_pps / 1e6:.3f}" if r.offered_pps else "",
             f"{r.replace_s:.3f}" if r.replace_s is not None else
             f"error: {r.replace_error[:60]}",
-            "" if r.lost is None else str(r.lost),
+            "" if r.lost is None else f"{r.lost} ({_blank(r.control_lost)})",
             "" if r.zero_loss is None else ("yes" if r.zero_loss else "no"))))
     return "\n".join(lines)
+
+
+def _blank(v: object) -> str:
+    return "" if v is None else str(v)
 
 
 def env_ok() -> bool:
