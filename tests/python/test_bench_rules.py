@@ -77,8 +77,8 @@ def test_vpp_acl_translation() -> None:
     assert out[-1].startswith("permit") and len(out) == 1201
     topo = scenarios.topology(scenarios.parse("v2v", "memif", "uni"), Path("/x"), "t")
     cmds = acl_commands(topo, out, None)
-    assert sum(c.startswith("set acl-plugin acl ") for c in cmds) == 3
-    assert cmds[-1] == "set acl-plugin interface VirtualEthernet0/0/1 input acl 2"
+    assert sum(c.startswith("set acl-plugin acl ") for c in cmds) == 7
+    assert cmds[-1] == "set acl-plugin interface VirtualEthernet0/0/1 input acl 6"
 
 
 def test_sweep_takes_rules_and_defaults() -> None:

@@ -52,7 +52,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 COUNTER_COMMANDS = ("show interface", "show errors", "show runtime", "show threads")
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so", "af_packet_plugin.so")
 ACL_PLUGIN = "acl_plugin.so"
-ACL_CHUNK = 500           # rules per VPP ACL; an interface applies a list of them in order
+# Rules per VPP ACL (one CLI line of about 20 KB); an interface applies a list of them in order.
+ACL_CHUNK = 200
 NOT_INSTALLED = ("VPP is not installed: no vpp and vppctl on PATH and no --vpp-prefix DIR "
                  "(Debian 12 does not package VPP; build it by hand as docs/bench.md, "
                  "'VPP', describes, then pass --vpp-prefix DIR or put DIR/bin on PATH)")
