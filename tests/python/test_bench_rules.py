@@ -110,3 +110,15 @@ def test_sweep_report_gives_ratios_to_ovs_flows_and_patch() -> None:
     assert "/ ovs-dpdk:flows" in head and "/ sluice:patch" in head
     flow = next(ln for ln in lines if ln[2] == "sluice:flow")
     assert flow[4] == "100 (16 masks)/1"
+
+
+def test_sweep_report_says_whether_the_goals_were_met() -> None:
+    rs = [row("sluice:flow", "100", 6e6, "ovs-dpdk:flows", 1.5, 100),
+          row("ovs-dpdk:flows", "100", 4e6, "sluice:flow", 0.66, 100),
+          row("sluice:patch", "100", 8e6, "ovs-dpdk:flows", 2.0)]
+    g = report_sweep._groups(rs)
+    assert report_sweep.goal(g, "v2v", "100", 1) == "met >= 1.3x OVS; met >= 0.5x patch"
+    assert report_sweep.goal(g, "v2v", "100", 100_000).startswith("NOT met >= 2x OVS")
+    (_, _, head, lines), = report_sweep.sections(rs)
+    assert head[-1] == "issue 14 goal"
+    assert next(ln for ln in lines if ln[2] == "sluice:flow")[-1].startswith("met")

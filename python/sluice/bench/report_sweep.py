@@ -71,32 +71,61 @@ def _window_ratio(rs: Sequence[Row], other: str) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def ratio_to(groups: dict[tuple[str, str, str], list[Row]], scn: str, value: str, key: str,
-             ref: str) -> str:
-    """KEY's figure over REF's at one point, with how it was found: 'w' from alternating
+def ratio_value(groups: dict[tuple[str, str, str], list[Row]], scn: str, value: str,
+                key: str, ref: str) -> tuple[float | None, str]:
+    """KEY's figure over REF's at one point and how it was found: 'w' from alternating
     windows against REF itself, 'via B' from both switches' window ratios against the same
     B (x/B over REF/B), 'R+' from the mean R+ of the best placement each had (with both
-    labels when they differ); '' when REF did not run there, '1' for REF itself."""
+    labels when they differ); (None, '') when REF did not run there."""
     if key == ref:
-        return "1"
+        return 1.0, ""
     mine, theirs = groups.get((scn, value, key), []), groups.get((scn, value, ref), [])
     if not mine or not theirs:
-        return ""
+        return None, ""
     lab_m, use_m = pick_best(mine)
     lab_t, use_t = pick_best(theirs)
     direct = _window_ratio(use_m, ref)
     if direct is not None:
-        return f"{direct:.2f} (w)"
+        return direct, "w"
     for base in sorted({r.ratio_vs for r in use_m if r.ratio_vs}):
         a, b = _window_ratio(use_m, base), _window_ratio(use_t, base)
         if a is not None and b:
-            return f"{a / b:.2f} (via {base})"
+            return a / b, f"via {base}"
     ref_rx = statistics.fmean(r.rx_pps for r in use_t)
     if ref_rx <= 0:
-        return ""
-    ratio = statistics.fmean(r.rx_pps for r in use_m) / ref_rx
+        return None, ""
     labels = "" if lab_m == lab_t else f", {lab_m}/{lab_t}"
-    return f"{ratio:.2f} (R+{labels})"
+    return statistics.fmean(r.rx_pps for r in use_m) / ref_rx, f"R+{labels}"
+
+
+def ratio_to(groups: dict[tuple[str, str, str], list[Row]], scn: str, value: str, key: str,
+             ref: str) -> str:
+    """ratio_value as a cell: '1.52 (w)'; '1' for REF itself, '' where REF did not run."""
+    v, how = ratio_value(groups, scn, value, key, ref)
+    if key == ref:
+        return "1"
+    return "" if v is None else f"{v:.2f} ({how})"
+
+
+# Issue 14's goals for sluice:flow at each point of the classifier sweep.
+GOAL_KEY = "sluice:flow"
+GOAL_OVS, GOAL_OVS_THRASH, GOAL_PATCH, THRASH_FLOWS = 1.3, 2.0, 0.5, 100_000
+
+
+def goal(groups: dict[tuple[str, str, str], list[Row]], scn: str, value: str,
+         flows: int) -> str:
+    """Whether sluice:flow met issue 14's goals at one point: at least 1.3x ovs-dpdk:flows
+    (2x from 100,000 flows, where OVS's exact-match cache thrashes) and at least 0.5x
+    sluice:patch; '' where a reference is missing."""
+    ovs, _ = ratio_value(groups, scn, value, GOAL_KEY, "ovs-dpdk:flows")
+    patch, _ = ratio_value(groups, scn, value, GOAL_KEY, "sluice:patch")
+    want = GOAL_OVS_THRASH if flows >= THRASH_FLOWS else GOAL_OVS
+    parts = []
+    if ovs is not None:
+        parts.append(f"{'met' if ovs >= want else 'NOT met'} >= {want:g}x OVS")
+    if patch is not None:
+        parts.append(f"{'met' if patch >= GOAL_PATCH else 'NOT met'} >= {GOAL_PATCH:g}x patch")
+    return "; ".join(parts)
 
 
 def _delivered(rs: Sequence[Row]) -> float | None:
@@ -169,6 +198,8 @@ def sections(rows: Sequence[Row]) -> list[Section]:
     groups = _groups(rows)
     refs = [ref for ref in REFERENCES if any(k[2] == ref for k in groups)]
     rules_of = _rules_of(rows)
+    flows_of = {(scn, v, k): rs[0].flows for (scn, v, k), rs in groups.items()}
+    goals = bool(refs) and any(k[2] == GOAL_KEY for k in groups)
     lines = [[str(p["kind"]), str(p["scenario"]), str(p["switch"]), str(p["value"]),
               rules_of.get((str(p["scenario"]), str(p["value"]), str(p["switch"])), ""),
               f"{p['rx_mpps']:.3f}",
@@ -176,11 +207,17 @@ def sections(rows: Sequence[Row]) -> list[Section]:
                 if p["kind"] == "throughput" else "" for ref in refs),
               "" if p["mean_us"] is None else f"{p['mean_us']:.1f}",
               "" if p["p99_us"] is None else f"{p['p99_us']:.1f}",
-              str(p["placement"]), str(p["n"])] for p in pts]
+              str(p["placement"]), str(p["n"]),
+              *([goal(groups, str(p["scenario"]), str(p["value"]), flows_of.get(
+                  (str(p["scenario"]), str(p["value"]), GOAL_KEY), 1))
+                 if p["switch"] == GOAL_KEY and p["kind"] == "throughput" else ""]
+                if goals else [])] for p in pts]
     ratio_text = (" Ratios to " + " and ".join(refs) + " per point: (w) the median window "
                   "ratio against that switch, (via B) both switches' window ratios against "
                   "the same B divided, (R+) the quotient of mean R+ (placement labels "
-                  "named when they differ)." if refs else "")
+                  "named when they differ). Issue 14's goals for sluice:flow: at least 1.3x "
+                  "ovs-dpdk:flows at every point (2x from 100,000 flows) and at least 0.5x "
+                  "sluice:patch; read them in near rows, from window ratios." if refs else "")
     return [(f"Sweep: {param}",
              "Each value ran with the same scenarios and switches; per point the best "
              "placement label its rows have (near first) and how many rows it rests on. "
@@ -188,7 +225,8 @@ def sections(rows: Sequence[Row]) -> list[Section]:
              "`rules/flows`: the ACL rules the switch had loaded above its steering (0: none; "
              "rules.py) and sluice-gen's distinct 5-tuples." + ratio_text,
              ["kind", "scenario", "switch", param, "rules/flows", "R+ / received Mpps",
-              *(f"/ {ref}" for ref in refs), "mean RTT us", "p99 us", "placement", "rows"],
+              *(f"/ {ref}" for ref in refs), "mean RTT us", "p99 us", "placement", "rows",
+              *(["issue 14 goal"] if goals else [])],
              lines)]
 
 
