@@ -377,8 +377,3 @@ def table(rows: Sequence[CtlRow]) -> str:
 
 def _blank(v: object) -> str:
     return "" if v is None else str(v)
-
-
-def env_ok() -> bool:
-    """Whether this runs as root (hugepages, vhost-user sockets)."""
-    return os.geteuid() == 0
