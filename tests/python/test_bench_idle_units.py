@@ -21,7 +21,8 @@ def ctx(tmp_path: Path) -> Context:
 
 
 def test_idle_variant_runs_only_when_named() -> None:
-    assert cli.switch_keys("sluice") == ("sluice:patch", "sluice:learn")
+    assert cli.switch_keys("sluice") == ("sluice:patch", "sluice:learn", "sluice:flow",
+                                         "sluice:flow-normal")
     assert cli.switch_keys("sluice:patch+idle,sluice:patch") == ("sluice:patch+idle",
                                                                  "sluice:patch")
     with pytest.raises(argparse.ArgumentTypeError):

@@ -140,6 +140,7 @@ struct gen {
 	struct rte_mempool *pool;
 	double ns_per_tsc;
 	bool fixed_headers;          /* one size, one flow: copy the template below */
+	bool flow_template;          /* one size, many flows: copy it, then set the flow's fields */
 	uint16_t fixed_size;
 	uint8_t headers[TRAFFIC_HDR_LEN];
 	char server_paths[GEN_MAX_PLANS][PORTSPEC_MAX_LEN];   /* sockets our servers made */
@@ -823,19 +824,27 @@ static bool in_measurement(const struct gen *g, uint64_t tsc)
 	return tsc >= g->t_measure_start && tsc < g->t_measure_end;
 }
 
-/* Writes frame SEQ of sender S into M; its size with FCS. */
+/*
+ * Writes frame SEQ of sender S into M; its size with FCS. FLOW and PORT_FLOW are SEQ's flow
+ * (SEQ mod --flows) and its port share (FLOW mod TRAFFIC_PORT_FLOWS), kept as counters by
+ * the caller, used when one size and many flows let the template be patched.
+ */
 static uint16_t fill_frame(const struct gen *g, const struct sender *s, struct rte_mbuf *m,
-			   uint64_t seq, uint64_t tsc, uint8_t flags)
+			   uint64_t seq, uint64_t tsc, uint8_t flags, uint32_t flow,
+			   uint32_t port_flow)
 {
 	const struct traffic *t = &g->o.traffic;
-	uint16_t size = g->fixed_headers ? g->fixed_size : traffic_size(t, seq);
+	bool one_size = g->fixed_headers || g->flow_template;
+	uint16_t size = one_size ? g->fixed_size : traffic_size(t, seq);
 	uint16_t len = (uint16_t)(size - RTE_ETHER_CRC_LEN);
 	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 	struct traffic_payload *pl = (struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
 
-	if (g->fixed_headers)
+	if (one_size)
 		rte_memcpy(d, g->headers, TRAFFIC_HDR_LEN);
-	else
+	if (g->flow_template)
+		traffic_set_flow(t, d, flow, port_flow);
+	else if (!g->fixed_headers)
 		traffic_write_headers(t, d, len, t->flows > 1 ? (uint32_t)(seq % t->flows) : 0);
 	if (s->set_addrs)
 		vnf_rewrite(d, s->addrs);
@@ -869,12 +878,23 @@ static bool burst_due(const struct gen *g, struct sender *s, uint64_t tsc)
 /* A new burst of --burst frames in S's pending slots; false when the pool is empty. */
 static bool make_burst(const struct gen *g, struct sender *s, uint64_t tsc, uint8_t flags)
 {
+	uint32_t flows = g->o.traffic.flows, flow = 0, port_flow = 0;
 	uint16_t i, n = g->o.burst;
 
 	if (rte_pktmbuf_alloc_bulk(g->pool, s->pending, n) != 0)
 		return false;
-	for (i = 0; i < n; i++)
-		s->pending_size[i] = fill_frame(g, s, s->pending[i], s->next_seq + i, tsc, flags);
+	if (g->flow_template) {      /* one division a burst, counters for its frames */
+		flow = (uint32_t)(s->next_seq % flows);
+		port_flow = flow % TRAFFIC_PORT_FLOWS;
+	}
+	for (i = 0; i < n; i++) {
+		s->pending_size[i] = fill_frame(g, s, s->pending[i], s->next_seq + i, tsc, flags,
+						flow, port_flow);
+		if (++flow == flows)
+			flow = port_flow = 0;
+		else if (++port_flow == TRAFFIC_PORT_FLOWS)
+			port_flow = 0;
+	}
 	s->head = 0;
 	s->n = n;
 	return true;
@@ -1922,6 +1942,8 @@ static int setup(struct gen *g)
 			return -1;
 	plan_streams(g);
 	g->fixed_headers = g->o.traffic.flows == 1 && g->o.traffic.hi == 0 &&
+			   g->o.traffic.n_sizes == 1;
+	g->flow_template = g->o.traffic.flows > 1 && g->o.traffic.hi == 0 &&
 			   g->o.traffic.n_sizes == 1;
 	g->fixed_size = traffic_size(&g->o.traffic, 0);
 	traffic_write_headers(&g->o.traffic, g->headers,

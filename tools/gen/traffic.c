@@ -123,7 +123,7 @@ void traffic_write_headers(const struct traffic *t, uint8_t *frame, uint16_t len
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 	uint32_t mf = t->vary_mac ? flow : 0, ipf = t->vary_ip ? flow : 0;
-	uint16_t pf = t->vary_port ? (uint16_t)(flow % 64000) : 0;
+	uint16_t pf = t->vary_port ? (uint16_t)(flow % TRAFFIC_PORT_FLOWS) : 0;
 
 	eth->src_addr = (struct rte_ether_addr){{ 0x02, 0x00, 0x01, (uint8_t)(mf >> 16),
 						  (uint8_t)(mf >> 8), (uint8_t)mf }};
@@ -142,4 +142,26 @@ void traffic_write_headers(const struct traffic *t, uint8_t *frame, uint16_t len
 	udp->dst_port = rte_cpu_to_be_16(1024);
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(len - sizeof(*eth) - sizeof(*ip)));
 	udp->dgram_cksum = 0;
+}
+
+void traffic_set_flow(const struct traffic *t, uint8_t *frame, uint32_t flow,
+		      uint32_t port_flow)
+{
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)frame;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	if (t->vary_mac) {
+		eth->src_addr.addr_bytes[3] = eth->dst_addr.addr_bytes[3] = (uint8_t)(flow >> 16);
+		eth->src_addr.addr_bytes[4] = eth->dst_addr.addr_bytes[4] = (uint8_t)(flow >> 8);
+		eth->src_addr.addr_bytes[5] = eth->dst_addr.addr_bytes[5] = (uint8_t)flow;
+	}
+	if (t->vary_ip) {
+		ip->src_addr = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 0) + 1 + flow);
+		ip->dst_addr = rte_cpu_to_be_32(RTE_IPV4(10, 128, 0, 0) + 1 + flow);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	if (t->vary_port)
+		udp->src_port = rte_cpu_to_be_16((uint16_t)(1024 + port_flow));
 }

@@ -47,5 +47,15 @@ uint16_t traffic_size(const struct traffic *t, uint64_t n);
 /* Writes Ethernet/IPv4/UDP headers of flow FLOW for a frame of LEN bytes (without FCS). */
 void traffic_write_headers(const struct traffic *t, uint8_t *frame, uint16_t len,
 			   uint32_t flow);
+/* The port number's share of a flow: the UDP source port is 1024 + FLOW mod this. */
+#define TRAFFIC_PORT_FLOWS 64000
+/*
+ * Turns FRAME, which holds the headers of flow 0 (traffic_write_headers), into those of
+ * flow FLOW of the same length, rewriting only the fields --vary names (and the IPv4
+ * checksum); PORT_FLOW is FLOW % TRAFFIC_PORT_FLOWS, which the caller keeps as a counter
+ * so that no frame costs a division. The result is what traffic_write_headers writes.
+ */
+void traffic_set_flow(const struct traffic *t, uint8_t *frame, uint32_t flow,
+		      uint32_t port_flow);
 
 #endif

@@ -176,6 +176,22 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vpp-prefix", type=Path, default=None, metavar="DIR",
                    help="the VPP install the vpp switch runs (DIR/bin/vpp, DIR/bin/vppctl); "
                         "default: vpp and vppctl on PATH (docs/bench.md, 'VPP')")
+    p.add_argument("--rules", type=int, default=None, metavar="N",
+                   help="an ACL of N 5-tuple rules (0..100000; generated, seeded; none "
+                        "matches the traffic) above the steering rules of every "
+                        "rule-programmable switch: sluice:flow, sluice:flow-normal, "
+                        "ovs-dpdk:flows, ovs-netdev:flows*, vpp:acl (the same list for "
+                        "all; rows carry `rules`); chain-mixed's firewall stage takes N "
+                        "rules (default 100) at the L3 VNF's output (default: none)")
+    p.add_argument("--rule-masks", type=int, default=16, metavar="K",
+                   help="distinct masks of the --rules ACL, 1..64 (default 16; fewer when "
+                        "there are fewer rules)")
+    p.add_argument("--rule-seed", type=int, default=1,
+                   help="seed of the --rules ACL (default 1)")
+    p.add_argument("--flows", type=int, default=None, metavar="M",
+                   help="distinct 5-tuples sluice-gen sends (sluice-gen --flows M: source "
+                        "and destination IPs and the UDP source port vary; 1..1000000; "
+                        "default 1)")
     p.add_argument("--allow-shared-cpu", action="store_true",
                    help="run even when two busy pollers would share a CPU; rows are then "
                         "marked oversubscribed and kept out of comparisons")
@@ -294,6 +310,81 @@ def add_sockets(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help="results directory (default bench/results/<UTC timestamp>/)")
     p.add_argument("--no-report", action="store_true",
                    help="do not write report.md and report.html at the end")
+
+
+def add_flow_ctl(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The `flow-ctl` subcommand: control-plane speed of the rule-programmable switches."""
+    p = sub.add_parser(
+        "flow-ctl", help="control-plane speed: add-flows of 100,000 rules, replace-flows "
+                         "of 10,000 under traffic",
+        description="Per switch (v2v, one sluice-gen loop as generator and sink): the time "
+                    "add-flows of --add-rules ACL rules takes from request to answer and the "
+                    "daemon's RSS before and after; then R+ with a --replace-rules ACL, and "
+                    "traffic at --load x R+ while replace-flows swaps in another ACL of that "
+                    "size: its time and whether any frame was lost. Rows go to "
+                    "OUT/flow-ctl.jsonl (docs/bench.md).")
+    p.add_argument("--switch", type=switch_keys,
+                   default=switch_keys("sluice:flow,ovs-dpdk:flows"),
+                   help="comma-separated, flow switches only (default "
+                        "sluice:flow,ovs-dpdk:flows)")
+    p.add_argument("--add-rules", type=int, default=100_000,
+                   help="rules of the add-flows step (default 100000)")
+    p.add_argument("--replace-rules", type=int, default=10_000,
+                   help="rules of the replace-flows step (default 10000)")
+    p.add_argument("--rule-masks", type=int, default=16,
+                   help="distinct masks of both ACLs (default 16)")
+    p.add_argument("--load", type=float, default=0.5,
+                   help="the traffic during replace-flows, a fraction of R+ (default 0.5)")
+    p.add_argument("--rplus-seconds", type=float, default=3.0,
+                   help="counted seconds of the R+ measurement (default 3)")
+    p.add_argument("--traffic-seconds", type=float, default=8.0,
+                   help="seconds of traffic around replace-flows (default 8)")
+    p.add_argument("--replace-at", type=float, default=3.0,
+                   help="seconds into that traffic replace-flows is sent (default 3)")
+    p.add_argument("--size", type=int, default=64, help="frame size (default 64)")
+    p.add_argument("--gen-ring", type=int, default=16384,
+                   help="sluice-gen --ring: zero loss needs rings that outlast the host's "
+                        "stalls of a vCPU (default 16384; 0: sluice-gen's own)")
+    p.add_argument("--no-control", action="store_true",
+                   help="skip the run at the same load without replace-flows")
+    p.add_argument("--switch-cpu", type=int, default=1)
+    p.add_argument("--gen-cpu", type=int, default=0)
+    p.add_argument("--gen", type=Path, default=None, help="the sluice-gen to use")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results directory (default bench/results/<UTC timestamp>/)")
+
+
+def run_flow_ctl(args: argparse.Namespace) -> int:
+    """`sluice-bench flow-ctl`."""
+    from sluice.bench import flowctl, rules
+    bad = [k for k in args.switch if k not in ("sluice:flow", "ovs-dpdk:flows")]
+    if bad:
+        print(f"{PROG} flow-ctl: {', '.join(bad)}: only sluice:flow and ovs-dpdk:flows "
+              "take rule lists here", file=sys.stderr)
+        return 2
+    if not (1 <= args.add_rules <= rules.MAX_RULES and 1 <= args.replace_rules
+            <= rules.MAX_RULES and 0 < args.load <= 1 and args.replace_at < args.traffic_seconds):
+        print(f"{PROG} flow-ctl: rules 1..{rules.MAX_RULES}, --load in (0, 1], "
+              "--replace-at before the end of --traffic-seconds", file=sys.stderr)
+        return 2
+    keys = []
+    for key in args.switch:
+        why = ADAPTERS[key.split(":")[0]].available(REPO)
+        if why:
+            print(f"skipped {key}: {why}", file=sys.stderr)
+        else:
+            keys.append(key)
+    s = flowctl.CtlSettings(tuple(keys), args.add_rules, args.replace_rules, args.rule_masks,
+                            args.load, args.rplus_seconds, args.traffic_seconds,
+                            args.replace_at, args.size, args.gen_ring, not args.no_control)
+    out = args.out or default_out()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    rows = flowctl.run(s, REPO, out, args.switch_cpu, args.gen_cpu, args.gen,
+                       lambda m: print(m, file=sys.stderr))
+    print(flowctl.table(rows))
+    print(f"results: {out / 'flow-ctl.jsonl'}")
+    return 0 if rows else 1
 
 
 def run_sockets(args: argparse.Namespace) -> int:
@@ -449,7 +540,10 @@ def make_parser() -> argparse.ArgumentParser:
                                "(1..512)\n"
                                "  switch-burst  the switch's receive burst (sluiced and "
                                "testpmd --burst, 1..256): VALE's batching curve\n"
-                               "  flows         distinct flows (1..1000000)\n"
+                               "  flows         distinct flows, 5-tuples (1..1000000)\n"
+                               "  rules         ACL rules above the steering of the "
+                               "rule-programmable switches (0..100000; with --rule-masks, "
+                               "--flows)\n"
                                "  pairs         NvsN sender/receiver pairs (1..4)\n"
                                "  chain         loopback-N chain length (1..5)\n"
                                "  fanout        destinations a broadcast is flooded to "
@@ -460,7 +554,8 @@ def make_parser() -> argparse.ArgumentParser:
                                " --switch sluice:patch,testpmd --scenario v2v --sizes 64\n")
     sw.add_argument("--param", required=True, help="the parameter to sweep (see below)")
     sw.add_argument("--values", type=csv,
-                    help="comma-separated values (default for fanout: 1,2,4,8; every other "
+                    help="comma-separated values (defaults: fanout 1,2,4,8; rules "
+                         "1,100,1000,10000; flows 1,1000,100000,1000000; every other "
                          "parameter needs them)")
     sw.add_argument("--switch", type=switch_keys, default=switch_keys("sluice:patch,testpmd"),
                     help="comma-separated switches as for run (default sluice:patch,testpmd)")
@@ -503,6 +598,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_common(cmp_)
     add_sockets(sub)
     add_idle(sub)
+    add_flow_ctl(sub)
     rep = sub.add_parser("report", help="write report.md and report.html for a results dir",
                          description="Read DIR/results.jsonl and DIR/manifest.json; write "
                                      "DIR/report.md, DIR/report.html and figures.")
@@ -547,6 +643,7 @@ def default_out() -> Path:
 
 def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> Settings:
     """Settings from the parsed options; ValueError when they leave nothing to count."""
+    check_rule_options(args)
     warmup = args.warmup if args.warmup is not None else (1.0 if args.duration >= 3 else 0.0)
     if args.duration - warmup - args.cooldown < 1:
         raise ValueError(f"--duration {args.duration} leaves under one counted second after "
@@ -562,13 +659,33 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
                     vnf=args.vnf, vnf_cpus=args.vnf_cpus or (), gen=args.gen,
                     monitor=args.placement_monitor, min_near=args.min_near,
                     budget_s=args.budget, switch_options=switch_options(args),
+                    gen_extra=("--flows", str(args.flows)) if args.flows else (),
                     **latency_settings(args))  # type: ignore[arg-type]
 
 
 def switch_options(args: argparse.Namespace) -> dict[str, str]:
-    """The options adapters read from Context.extra (vpp_prefix)."""
+    """The options adapters read from Context.extra (vpp_prefix; the ACL of --rules)."""
     prefix = getattr(args, "vpp_prefix", None)
-    return {"vpp_prefix": str(prefix.resolve())} if prefix else {}
+    out = {"vpp_prefix": str(prefix.resolve())} if prefix else {}
+    if getattr(args, "rules", None) is not None:
+        out["rules"] = str(args.rules)
+    from sluice.bench import rules
+    if getattr(args, "rule_masks", rules.DEFAULT_MASKS) != rules.DEFAULT_MASKS:
+        out["rule_masks"] = str(args.rule_masks)
+    if getattr(args, "rule_seed", rules.DEFAULT_SEED) != rules.DEFAULT_SEED:
+        out["rule_seed"] = str(args.rule_seed)
+    return out
+
+
+def check_rule_options(args: argparse.Namespace) -> None:
+    """ValueError for --rules, --rule-masks or --flows out of range."""
+    from sluice.bench import rules
+    if getattr(args, "rules", None) is not None and not 0 <= args.rules <= rules.MAX_RULES:
+        raise ValueError(f"--rules {args.rules}: 0..{rules.MAX_RULES}")
+    if hasattr(args, "rule_masks") and not 1 <= args.rule_masks <= 64:
+        raise ValueError(f"--rule-masks {args.rule_masks}: 1..64")
+    if getattr(args, "flows", None) is not None and not 1 <= args.flows <= 1_000_000:
+        raise ValueError(f"--flows {args.flows}: 1..1000000")
 
 
 def compare_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
@@ -673,6 +790,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_sockets(args)
     if args.command == "idle":
         return run_idle(args)
+    if args.command == "flow-ctl":
+        return run_flow_ctl(args)
     if args.command == "compare":
         keys, baseline = compare_keys(args)
         args.trials = max(args.trials, 2)

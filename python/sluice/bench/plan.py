@@ -66,12 +66,13 @@ def choose_method(scn: Scenario, keys: Sequence[str], kernel: set[str]) -> str:
     """alternating when two or more userspace switches share a non-kernel path and the VNFs,
     if any, are sluice-gen's own: VNF processes are not stopped with their switch inside an
     alternating run, so each switch runs alone with its VNFs instead. A fan-out runs
-    interleaved: sluice-gen --alternate takes two sender/receiver pairs, not 1+N ports."""
+    interleaved: sluice-gen --alternate takes two sender/receiver pairs, not 1+N ports; and
+    bidir too: sluice-gen refuses --alternate with --bidir (exit status 2)."""
     user = [k for k in keys if k not in kernel]
     process_vnfs = scn.process_vnfs
     # sluice-gen alternates between two pairs; a fan-out is one sender and N sinks.
     if (scn.kernel_path or process_vnfs or scn.family == "fanout" or len(user) < 2
-            or len(user) != len(keys)):
+            or len(user) != len(keys) or scn.direction == "bidir"):
         return "interleaved"
     return "alternating"
 

@@ -306,9 +306,7 @@ METHOD_TEXT = (
     "are generator_bound: the generator, not the switch, set the rate.")
 
 MISSING_TEXT = (
-    "The mixed chain's firewall stage (chain-mixed runs physical -> L3 VNF -> L2 VNF -> "
-    "physical; the firewall rules in sluice's flow mode come first once that mode exists); "
-    "process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are functional checks on "
+    "Process VNFs as measurements (--vnf l2fwd/l3fwd/testpmd-mac are functional checks on "
     "2 CPUs, their rows oversubscribed); the ovs-netdev (afxdp) peer; "
     "IMIX in the default matrix. The latency_ns of throughput rows is sluice-gen's at "
     "saturation, which measures queueing; the latency tables come from trials at set rates.")

@@ -624,6 +624,13 @@ class Runner:
             loss=loss_fraction(tx, rx) if tx else 0.0,
             samples=len(kept), counted_s=float(len(kept)), **lat)
 
+    @property
+    def gen_flows(self) -> int:
+        """sluice-gen's --flows in this run (the last one given wins, as in sluice-gen)."""
+        extra = list(self.s.gen_extra)
+        vals = [extra[i + 1] for i, a in enumerate(extra[:-1]) if a == "--flows"]
+        return int(vals[-1]) if vals else 1
+
     @staticmethod
     def cpu_of(sw: Switch) -> float | None:
         """CPU seconds of SW's processes so far."""
@@ -649,6 +656,7 @@ class Runner:
                    switch_cpu_s=common["cpu"][key], gen_cpu_s=round(res.cpu_s, 3),
                    cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat,
                    switch_cycles_per_packet=common.get("cycles", {}).get(key),
+                   rules=sw.acl_rules, rule_masks=sw.acl_masks, flows=self.gen_flows,
                    hops=common.get("hops", {}).get(key, {}), **kw)
 
     def alternating_rows(self, spec: TrialSpec, sws: Sequence[Switch], keys: Sequence[str],

@@ -15,9 +15,12 @@
   or, with `--vnf l2fwd|l3fwd|testpmd-mac`, by a process of its own (vnfs.py); for switches
   without vhost-user (over `--phy veth` only) two veth pairs, as a container VNF with two
   interfaces on two networks has.
-- `chain-mixed`: phy -> an L3 VNF -> an L2 VNF -> phy, every hop through the switch (issue 8
-  section 3's mixed chain, less its first stage: firewall rules in sluice's flow mode, which
-  waits for that mode). Inline, the VNFs are sluice-gen's `--vnf-kind l3` then `l2` (DPDK
+- `chain-mixed`: phy -> an L3 VNF -> firewall rules -> an L2 VNF -> phy, every hop through
+  the switch (issue 8 section 3's mixed chain, with its firewall placed as issue 14 does):
+  rule-programmable switches (sluice:flow, sluice:flow-normal, ovs-dpdk:flows,
+  ovs-netdev:flows*, vpp:acl) hold an ACL (rules.py; 100 rules, or --rules N) on what the L3
+  VNF sends out (`Topology.firewall`); the others run the chain without it. Inline, the
+  VNFs are sluice-gen's `--vnf-kind l3` then `l2` (DPDK
   l3fwd's and l2fwd's behaviour); with `--vnf l3fwd,l2fwd` they are DPDK's own examples as
   processes. Links and steering are loopback-2's: switches steer it as they steer loopback-2.
 - `pairs` N (NvsN): N sender/receiver pairs at once, each with its own two ports (v2v, p2p,
@@ -224,7 +227,11 @@ def topology(scn: Scenario, work: Path, tag: str, netns: str | None = None,
         links.append(_end(scn, work, tag, 2 * p + 1))
     pairs = tuple((i, i + 1) for i in range(0, len(links), 2))
     veth = any(link.kind == "veth" for link in links)
-    return Topology(tuple(links), pairs, netns if veth else None)
+    # The mixed chain's firewall stage sits between its L3 VNF (v1) and its L2 VNF (v2):
+    # the rules apply to what the L3 VNF sends out of its port v1b.
+    firewall = next(i for i, link in enumerate(links) if link.name == "v1b") if (
+        scn.name == MIXED) else None
+    return Topology(tuple(links), pairs, netns if veth else None, firewall=firewall)
 
 
 def fanout_topology(scn: Scenario, work: Path, tag: str, netns: str | None) -> Topology:

@@ -92,6 +92,10 @@ class Row:
                                    # rx_pps then counts copies, tx_pps frames
     delivered_fraction: float | None = None   # fanout: copies received / (fanout x sent)
     sink_rx_pps: list[float] = field(default_factory=list)   # fanout: each sink's rate
+    rules: int = 0                 # ACL rules the switch had loaded above its steering
+    #                                (rule-programmable switches: rules.py; 0 for others)
+    rule_masks: int = 0            # ... and their distinct masks
+    flows: int = 1                 # sluice-gen's distinct flows (5-tuples), --flows
     api: str = ""                  # `sluice-bench sockets` rows: the endpoints' socket API
                                    # ("raw sendmmsg/recvmmsg, batch 32"); "" for sluice-gen
     # loopback-N: per-hop counts over the whole trial (the same in every placement row of

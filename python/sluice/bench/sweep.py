@@ -12,6 +12,9 @@ the report draws a curve per switch against the value.
 - switch-burst: the switch's receive burst, sluiced --burst and testpmd --burst (VALE's
   batching curve); other switches run with their own;
 - flows: distinct flows, sluice-gen --flows varying IPs and ports (flow caches);
+- rules: the ACL above the steering rules of the rule-programmable switches (sluice:flow,
+  ovs-dpdk:flows, vpp:acl, ...), N generated 5-tuple rules (rules.py; --rule-masks,
+  --rule-seed); with --param flows and --rules N, the classifier sweep of issue 14;
 - pairs: NvsN sender/receiver pairs (the container study's 1vs1..4vs4);
 - chain: loopback-N for N in the values (the seven-switch comparison's chains);
 - fanout: one sender's broadcast flooded to N sinks, for N in the values (VALE's forwarding
@@ -31,10 +34,16 @@ from sluice.bench import scenarios
 from sluice.bench.runner import Settings
 from sluice.bench.schema import Row
 
-PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "pairs", "chain", "fanout")
+PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "rules", "pairs", "chain",
+          "fanout")
 # The values a sweep takes without --values: a few minutes a run (fanout: 4 values, one
 # switch start and one trial per switch each).
-DEFAULT_VALUES: dict[str, tuple[str, ...]] = {"fanout": ("1", "2", "4", "8")}
+DEFAULT_VALUES: dict[str, tuple[str, ...]] = {
+    "fanout": ("1", "2", "4", "8"),
+    # The classifier sweep (issue 14): N rules, M distinct 5-tuples.
+    "rules": ("1", "100", "1000", "10000"),
+    "flows": ("1", "1000", "100000", "1000000"),
+}
 
 
 def default_values(param: str) -> list[str]:
@@ -52,6 +61,7 @@ def check_values(param: str, values: Sequence[str]) -> None:
     if not values:
         raise ValueError("--values is empty")
     limits = {"burst": (1, 512), "switch-burst": (1, 256), "flows": (1, 1_000_000),
+              "rules": (0, 100_000),
               "pairs": (1, scenarios.MAX_PAIRS), "chain": (1, scenarios.MAX_CHAIN),
               "fanout": (1, scenarios.MAX_FANOUT)}
     if param in limits:
@@ -86,6 +96,8 @@ def settings_for(base: Settings, param: str, value: str, rate: Callable[[str], f
         return dataclasses.replace(s, switch_burst=int(value))
     if param == "flows":
         return dataclasses.replace(s, gen_extra=(*s.gen_extra, "--flows", value))
+    if param == "rules":
+        return dataclasses.replace(s, switch_options={**s.switch_options, "rules": value})
     if param == "pairs":
         return dataclasses.replace(s, units=_units(s, lambda scn: dataclasses.replace(
             scn, pairs=int(value))))

@@ -42,12 +42,15 @@ class Topology:
 
     PAIRS lists the link indices a patch or in_port->output configuration joins (both ways);
     a learning bridge puts all links in one bridge instead. NETNS is the namespace of the
-    switch's veth ends (None without veths); VETH_DRIVER is af_xdp or af_packet."""
+    switch's veth ends (None without veths); VETH_DRIVER is af_xdp or af_packet. FIREWALL
+    is the link index whose input passes the chain's firewall rules (chain-mixed: the L3
+    VNF's output port; rules.py), None elsewhere."""
 
     links: tuple[Link, ...]
     pairs: tuple[tuple[int, int], ...]
     netns: str | None = None
     veth_driver: str = "af_xdp"
+    firewall: int | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,10 @@ class Switch(ABC):
         self.ctx = ctx
         self.mode = mode
         self.topology: Topology | None = None
+        # The ACL rules (rules.py) loaded above the steering, and their distinct masks:
+        # set by rule-programmable switches when they load some.
+        self.acl_rules = 0
+        self.acl_masks = 0
 
     @classmethod
     @abstractmethod

@@ -17,6 +17,7 @@ busy time.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -71,7 +72,7 @@ class LinuxBridge(Switch):
             self._bridge(f"{self.ctx.tag}br0"[:15], *(link.iface for link in topo.links))
         for k, (a, b) in enumerate(topo.pairs):
             self._bridge(f"{self.ctx.tag}br{k}"[:15], topo.links[a].iface, topo.links[b].iface)
-        self.topology = Topology(topo.links, topo.pairs, topo.netns, "kernel")
+        self.topology = dataclasses.replace(topo, veth_driver="kernel")
 
     def _bridge(self, name: str, *ports: str) -> None:
         """A learning bridge NAME (STP off) with PORTS enslaved, up."""

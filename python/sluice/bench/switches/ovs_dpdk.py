@@ -12,10 +12,11 @@ sleep.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import procs
+from sluice.bench import procs, rules
 from sluice.bench.arrange import Poller
 from sluice.bench.switches import ovsdb
 from sluice.bench.switches.base import Context, Link, Switch, Topology
@@ -85,8 +86,10 @@ class OvsDpdk(Switch):
         self.ovs.add_bridge()
         driver = self._add_ports(topo)
         if self.mode == "flows":
-            self.ovs.pair_flows(topo.pairs)
-        self.topology = Topology(topo.links, topo.pairs, topo.netns, driver)
+            lines, self.acl_rules, self.acl_masks = rules.for_switch(
+                rules.pair_rules(topo.pairs), self.ctx.extra, topo.firewall)
+            self.ovs.load_flows(lines)
+        self.topology = dataclasses.replace(topo, veth_driver=driver)
 
     def port_counters(self) -> dict[str, dict[str, Any]] | None:
         """vswitchd's counters of its ports (`ovs-ofctl dump-ports`), by OpenFlow number."""
@@ -108,7 +111,11 @@ class OvsDpdk(Switch):
         if self.mode == "normal":
             return ("OVS-DPDK NORMAL action: MAC learning, flooding of unknown destinations "
                     "(one-way traffic never teaches it the sink's MAC: every frame floods)")
-        return "OVS-DPDK explicit rules in_port=A,actions=output:B for each pair, both ways"
+        acl = (f"; {self.acl_rules} ACL rules over {self.acl_masks} masks above them"
+               + (" (the chain's firewall, on the L3 VNF's output)" if self.topology
+                  and self.topology.firewall is not None else "") if self.acl_rules else "")
+        return ("OVS-DPDK explicit rules in_port=A,actions=output:B for each pair, both ways"
+                + acl)
 
     def stop(self) -> None:
         self.ovs.stop()

@@ -19,10 +19,12 @@ every row is `kernel_path`.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from sluice.bench import rules
 from sluice.bench.arrange import Poller
 from sluice.bench.switches import ovsdb
 from sluice.bench.switches.base import Context, Link, Switch, Topology
@@ -89,7 +91,7 @@ class OvsNetdev(Switch):
         """OVS names a system or afxdp port after its kernel device: the switch's veth end."""
         links = tuple(Link(link.iface, link.kind, link.path, link.iface, link.peer, link.role)
                       for link in topo.links)
-        return Topology(links, topo.pairs, topo.netns, topo.veth_driver)
+        return dataclasses.replace(topo, links=links)
 
     def start(self, topo: Topology) -> None:
         if topo.netns is None or any(link.kind != "veth" for link in topo.links):
@@ -104,8 +106,10 @@ class OvsNetdev(Switch):
         if self.port_type == "system" and cpu != self.ctx.switch_cpu:
             self._move_to(self.ctx.switch_cpu)
         if self.mode.startswith("flows"):
-            self.ovs.pair_flows(topo.pairs)
-        self.topology = Topology(topo.links, topo.pairs, topo.netns, self.port_type)
+            lines, self.acl_rules, self.acl_masks = rules.for_switch(
+                rules.pair_rules(topo.pairs), self.ctx.extra, topo.firewall)
+            self.ovs.load_flows(lines)
+        self.topology = dataclasses.replace(topo, veth_driver=self.port_type)
 
     def _move_to(self, cpu: int) -> None:
         """Pins every thread of vswitchd to CPU (after a fallback to system ports)."""

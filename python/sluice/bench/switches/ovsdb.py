@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import procs
+from sluice.bench import procs, rules
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 TOOLS = ("ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
@@ -50,10 +50,14 @@ class PrivateOvs:
             raise RuntimeError(f"ovs-vsctl {' '.join(args)}: {r.stderr.strip()}")
         return r.stdout.strip()
 
-    def ofctl(self, *args: str) -> str:
-        """ovs-ofctl against the private bridge's OpenFlow socket."""
-        r = subprocess.run(["ovs-ofctl", args[0], f"unix:{self.dir}/{BRIDGE}.mgmt", *args[1:]],
-                           capture_output=True, text=True, timeout=30)
+    def ofctl(self, *args: str, timeout: float = 30.0) -> str:
+        """ovs-ofctl against the private bridge's OpenFlow socket (options such as --bundle
+        first, then the command and its arguments)."""
+        opts = [a for a in args if a.startswith("--")]
+        rest = [a for a in args if not a.startswith("--")]
+        r = subprocess.run(["ovs-ofctl", *opts, rest[0], f"unix:{self.dir}/{BRIDGE}.mgmt",
+                            *rest[1:]],
+                           capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"ovs-ofctl {' '.join(args)}: {r.stderr.strip()}")
         return r.stdout
@@ -144,10 +148,19 @@ class PrivateOvs:
     def pair_flows(self, pairs: Sequence[tuple[int, int]]) -> None:
         """Replaces NORMAL with in_port->output rules for link index PAIRS, both ways
         (OpenFlow port numbers are link index + 1)."""
+        self.load_flows(rules.pair_rules(pairs))
+
+    def flows_file(self, lines: Sequence[str], name: str = "flows.txt") -> Path:
+        """LINES written to a file of the work directory, one rule a line."""
+        path = self.dir / name
+        path.write_text("".join(f"{line}\n" for line in lines))
+        return path
+
+    def load_flows(self, lines: Sequence[str], timeout: float = 300.0) -> None:
+        """Replaces every rule of the bridge (NORMAL too) with LINES (ovs-ofctl syntax,
+        ports by OpenFlow number), in one `ovs-ofctl add-flows` of a file."""
         self.ofctl("del-flows")
-        for a, b in pairs:
-            self.ofctl("add-flow", f"in_port={a + 1},actions=output:{b + 1}")
-            self.ofctl("add-flow", f"in_port={b + 1},actions=output:{a + 1}")
+        self.ofctl("add-flows", str(self.flows_file(lines)), timeout=timeout)
 
     def pid(self) -> int | None:
         """vswitchd's PID while it runs."""

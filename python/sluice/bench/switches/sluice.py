@@ -2,7 +2,12 @@
 
 Mode `patch` cross-connects the topology's pairs (`sluicectl patch`); mode `learn` puts all
 ports in one learning bridge and is offered only when the daemon accepts
-`add-switch --mode learn`. The worker is pinned to the switch CPU, the control thread to
+`add-switch --mode learn`. Mode `flow` is a flow switch steered by explicit
+`in_port=A,actions=output:B` rules for each pair, as `ovs-dpdk:flows`; `flow-normal` one
+steered by a single `actions=normal` rule (the flow switch's learning bridge), as
+`ovs-dpdk:normal`. Both load their rules with one `add-flows` from the list rules.py writes
+for OVS too, with the run's ACL (--rules) or chain-mixed's firewall above the steering.
+The worker is pinned to the switch CPU, the control thread to
 the generator's CPU, where it sleeps on its socket. The worker busy-polls
 (`--idle-sleep-us 0`) as its peers do; the variants `patch+idle` and `learn+idle` (named
 only, never run by a bare `sluice`) keep the daemon's default adaptive idle sleep, for
@@ -11,11 +16,12 @@ only, never run by a bare `sluice`) keep the daemon's default adaptive idle slee
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import procs, program
+from sluice.bench import flowctl, procs, program, rules
 from sluice.bench.arrange import Poller
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 from sluice.rpc import RpcClient, RpcError
@@ -33,10 +39,10 @@ class Sluice(Switch):
     """sluiced in patch or learn mode."""
 
     name = "sluice"
-    learning_modes = ("learn", "learn+idle")
-    modes = ("patch", "learn")
+    learning_modes = ("learn", "learn+idle", "flow-normal")
+    modes = ("patch", "learn", "flow", "flow-normal")
     variants = ("patch+idle", "learn+idle")
-    flooding_modes = ("learn", "learn+idle")
+    flooding_modes = ("learn", "learn+idle", "flow-normal")
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
@@ -47,6 +53,8 @@ class Sluice(Switch):
         # The forwarding mode (patch, learn) and whether the worker sleeps when idle.
         self.fwd_mode = mode.removesuffix(IDLE_SUFFIX)
         self.idle_sleep = mode.endswith(IDLE_SUFFIX)
+        # The daemon's forwarding function: flow-normal is a flow switch too.
+        self.daemon_mode = "flow" if self.fwd_mode.startswith("flow") else self.fwd_mode
 
     @classmethod
     def available(cls, repo: Path) -> str | None:
@@ -92,17 +100,29 @@ class Sluice(Switch):
                 driver = "af_packet"
                 rpc.call("add-port", switch=BRIDGE, name=link.name,
                          spec=self._spec(link, driver))
-        return Topology(topo.links, topo.pairs, topo.netns, driver)
+        return dataclasses.replace(topo, veth_driver=driver)
 
     def start(self, topo: Topology) -> None:
         self._daemon(topo)
         with RpcClient(str(self.socket), timeout=30) as rpc:
-            rpc.call("add-switch", name=BRIDGE, mode=self.fwd_mode)
+            rpc.call("add-switch", name=BRIDGE, mode=self.daemon_mode)
             self.topology = self._add_ports(rpc, topo)
             if self.fwd_mode == "patch":
                 for a, b in topo.pairs:
                     rpc.call("patch", switch=BRIDGE, port1=topo.links[a].name,
                              port2=topo.links[b].name)
+            elif self.daemon_mode == "flow":
+                steering = (rules.normal_rules() if self.fwd_mode == "flow-normal"
+                            else rules.pair_rules(topo.pairs))
+                lines, self.acl_rules, self.acl_masks = rules.for_switch(
+                    steering, self.ctx.extra, topo.firewall)
+                self.load_flows(lines)
+
+    def load_flows(self, lines: list[str]) -> float:
+        """Adds LINES (ovs-ofctl syntax, ports by OpenFlow number) to the flow switch with
+        `add-flows`, in as few requests as sluiced's 64 MiB request lines allow (flowctl.py);
+        the seconds from the first request to the last answer."""
+        return flowctl.add_flows_chunked(self.socket, BRIDGE, lines)[0]
 
     def learn_supported(self) -> bool:
         """Whether the running daemon accepts a learn-mode switch (tried and removed)."""
@@ -130,6 +150,14 @@ class Sluice(Switch):
                 else "worker busy-polls (--idle-sleep-us 0)")
         if self.fwd_mode == "patch":
             return f"sluiced patch: each pair of ports cross-connected (sluicectl patch); {poll}"
+        if self.daemon_mode == "flow":
+            how = ("one rule actions=normal (the flow switch's learning bridge)"
+                   if self.fwd_mode == "flow-normal" else
+                   "explicit rules in_port=A,actions=output:B for each pair, both ways")
+            acl = (f"; {self.acl_rules} ACL rules over {self.acl_masks} masks above them"
+                   + (" (the chain's firewall, on the L3 VNF's output)" if self.topology
+                      and self.topology.firewall is not None else "") if self.acl_rules else "")
+            return f"sluiced flow: {how}{acl}; {poll}"
         return f"sluiced learn: all ports in one learning bridge (MAC learning, flooding); {poll}"
 
     def cycles(self) -> tuple[int, int] | None:

@@ -8,6 +8,7 @@ the generator's CPU, where it sleeps between its (rare) statistics prints.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import subprocess
 from pathlib import Path
@@ -97,7 +98,7 @@ class Testpmd(Switch):
         if not self._launch(topo, driver):
             driver = "af_packet"
             self._launch(topo, driver)
-        self.topology = Topology(topo.links, topo.pairs, topo.netns, driver)
+        self.topology = dataclasses.replace(topo, veth_driver=driver)
 
     def version(self) -> str:
         r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "dpdk"],

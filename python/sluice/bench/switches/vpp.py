@@ -16,12 +16,17 @@ stops the worker for the alternating windows.
 Modes: `learn` puts every port in one L2 bridge domain with learning, forwarding and
 flooding (VPP's l2-input/l2-learn/l2-fwd/l2-flood nodes); `xconnect` joins each pair of
 ports with `set interface l2 xconnect` both ways, the patch-like configuration (and the one
-that steers loopback chains).
+that steers loopback chains). The variant `acl` (named only: `vpp:acl`) is xconnect with
+VPP's ACL plugin on every port's input (chain-mixed: the firewall port's only), holding the
+run's ACL (rules.py, --rules) translated to VPP's rules, first match first, and a final
+permit-all in the steering rule's place; it needs a VPP built with the acl plugin and is
+skipped, with the reason, where that plugin is missing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import os
 import re
@@ -31,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sluice.bench import procs
+from sluice.bench import procs, rules
 from sluice.bench.arrange import Poller
 from sluice.bench.switches.base import Context, Link, Switch, Topology, which
 
@@ -46,6 +51,9 @@ POLL_SLEEP_US = 10000
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 COUNTER_COMMANDS = ("show interface", "show errors", "show runtime", "show threads")
 PLUGINS = ("vhost_plugin.so", "memif_plugin.so", "af_packet_plugin.so")
+ACL_PLUGIN = "acl_plugin.so"
+# Rules per VPP ACL (one CLI line of about 20 KB); an interface applies a list of them in order.
+ACL_CHUNK = 200
 NOT_INSTALLED = ("VPP is not installed: no vpp and vppctl on PATH and no --vpp-prefix DIR "
                  "(Debian 12 does not package VPP; build it by hand as docs/bench.md, "
                  "'VPP', describes, then pass --vpp-prefix DIR or put DIR/bin on PATH)")
@@ -101,11 +109,12 @@ def find(extra: Mapping[str, str]) -> tuple[Install | None, str | None]:
     return found, None
 
 
-def startup_conf(run_dir: Path, tag: str, main_cpu: int, worker_cpu: int) -> str:
+def startup_conf(run_dir: Path, tag: str, main_cpu: int, worker_cpu: int,
+                 extra_plugins: tuple[str, ...] = ()) -> str:
     """VPP's startup.conf: everything under RUN_DIR, the API segment prefixed with TAG, the
     main thread (sleeping between loops) on MAIN_CPU, one worker on WORKER_CPU, only the
-    plugins the benchmark uses."""
-    plugins = "\n".join(f"  plugin {p} {{ enable }}" for p in PLUGINS)
+    plugins the benchmark uses (and EXTRA_PLUGINS)."""
+    plugins = "\n".join(f"  plugin {p} {{ enable }}" for p in (*PLUGINS, *extra_plugins))
     return f"""\
 unix {{
   nodaemon
@@ -191,6 +200,18 @@ def commands(topo: Topology, mode: str) -> list[str]:
     return cmds
 
 
+def acl_commands(topo: Topology, acl_lines: list[str], in_port: int | None) -> list[str]:
+    """The ACL plugin's commands: ACL_LINES (rules.vpp_acl_rules) as ACLs 0, 1, ... of
+    ACL_CHUNK rules each, applied in that order to the input of every interface of TOPO, or
+    of the one at OpenFlow port IN_PORT."""
+    names = interface_names(topo)
+    cmds = [f"set acl-plugin acl {', '.join(acl_lines[i:i + ACL_CHUNK])}"
+            for i in range(0, len(acl_lines), ACL_CHUNK)]
+    targets = names if in_port is None else [names[in_port - 1]]
+    return cmds + [f"set acl-plugin interface {n} input acl {a}"
+                   for n in targets for a in range(len(cmds))]
+
+
 def expected_modes(topo: Topology, mode: str) -> list[str]:
     """The lines `show mode` must print once TOPO is built in MODE."""
     names = interface_names(topo)
@@ -211,7 +232,8 @@ def quiet_answer(out: str, names: list[str]) -> bool:
     """Whether OUT is what a successful configuration command prints: nothing, the name of
     an interface it made (vhost-user, af_packet) or the bridge domain it made; VPP's CLI
     prints an error's text instead, and vppctl still exits with 0."""
-    return out in ("", f"bridge-domain {BD_ID}") or out in names
+    return (out in ("", f"bridge-domain {BD_ID}") or out in names
+            or out.startswith("ACL index:"))
 
 
 class Vpp(Switch):
@@ -220,6 +242,7 @@ class Vpp(Switch):
     name = "vpp"
     learning_modes = ("learn",)
     modes = ("learn", "xconnect")
+    variants = ("acl",)
     flooding_modes = ("learn",)
 
     def __init__(self, ctx: Context, mode: str) -> None:
@@ -238,6 +261,16 @@ class Vpp(Switch):
     @classmethod
     def available_with(cls, repo: Path, extra: Mapping[str, str]) -> str | None:
         return find(extra)[1]
+
+    def unsupported(self, scenario: str, phy: str) -> str | None:
+        if self.mode == "acl":
+            install, why = find(self.ctx.extra)
+            if install is None:
+                return why
+            if not any((d / ACL_PLUGIN).exists() for d in install.plugin_dirs()):
+                return (f"this VPP ({install.vpp}) has no {ACL_PLUGIN}: build it with "
+                        "-DVPP_PLUGINS=vhost,memif,af_packet,acl for vpp:acl")
+        return super().unsupported(scenario, phy)
 
     @property
     def cli_socket(self) -> Path:
@@ -274,7 +307,8 @@ class Vpp(Switch):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         conf = self.ctx.work / "startup.conf"
         conf.write_text(startup_conf(self.run_dir, self.shm_prefix, self.ctx.ctl_cpu,
-                                     self.ctx.switch_cpu))
+                                     self.ctx.switch_cpu,
+                                     (ACL_PLUGIN,) if self.mode == "acl" else ()))
         cmd = [install.vpp, "-c", str(conf)]
         if topo.netns:
             cmd = ["ip", "netns", "exec", topo.netns, *cmd]
@@ -284,15 +318,22 @@ class Vpp(Switch):
 
     def start(self, topo: Topology) -> None:
         # VPP has no af_xdp here (the plugin is not needed); its veth ends use af_packet.
-        topo = Topology(topo.links, topo.pairs, topo.netns, "af_packet")
+        topo = dataclasses.replace(topo, veth_driver="af_packet")
         self.topology = topo           # stop() removes its sockets even after a failure
         self._launch(topo)
         names = interface_names(topo)
-        for command in commands(topo, self.mode):
+        cmds = commands(topo, "xconnect" if self.mode == "acl" else self.mode)
+        if self.mode == "acl":
+            opts = rules.options(self.ctx.extra, topo.firewall)
+            acl_set = rules.acl(opts.n, opts.masks, opts.seed)
+            self.acl_rules, self.acl_masks = len(acl_set), rules.distinct_masks(acl_set)
+            cmds += acl_commands(topo, rules.vpp_acl_rules(acl_set), opts.in_port)
+        for command in cmds:
             out = self.vppctl(command).strip()
             if not quiet_answer(out, names):
                 raise RuntimeError(f"vpp: {command!r} answered {out!r}")
-        missing = missing_modes(self.vppctl("show mode"), expected_modes(topo, self.mode))
+        missing = missing_modes(self.vppctl("show mode"), expected_modes(
+            topo, "xconnect" if self.mode == "acl" else self.mode))
         if missing:
             raise RuntimeError(f"vpp: configuration not in place (missing {missing}); "
                                f"log: {procs.tail(self.log)}")
@@ -325,6 +366,9 @@ class Vpp(Switch):
             return (f"VPP L2 bridge domain {BD_ID} with learning, forwarding and flooding "
                     "(unknown destinations flood; one-way traffic never teaches it the "
                     f"sink's MAC, so every frame floods); {threads}")
+        if self.mode == "acl":
+            return (f"VPP l2 xconnect with the ACL plugin on input: {self.acl_rules} ACL "
+                    f"rules over {self.acl_masks} masks, then permit-all; {threads}")
         return (f"VPP l2 xconnect: each pair of ports cross-connected both ways, no lookup; "
                 f"{threads}")
 
