@@ -26,6 +26,62 @@
 
 #define CLS_MIN_CAPACITY 64
 
+/*
+ * How many rules of a subtable have each priority, so that the maximum is found again in
+ * constant time when its last rule goes (deleting rules in descending priority would
+ * otherwise rescan the table each time). 256 blocks of 256 counters, a block made when a
+ * priority in it is first used: an ACL of distinct priorities costs a kilobyte per 256.
+ */
+#define CLS_PRIO_BLOCKS 256
+
+struct cls_prio_hist {
+	uint32_t total[CLS_PRIO_BLOCKS];
+	uint32_t *block[CLS_PRIO_BLOCKS];
+};
+
+static int hist_add(struct cls_prio_hist *h, uint16_t p)
+{
+	uint32_t **b = &h->block[p >> 8];
+
+	if (*b == NULL && (*b = calloc(256, sizeof(**b))) == NULL)
+		return -1;
+	(*b)[p & 255]++;
+	h->total[p >> 8]++;
+	return 0;
+}
+
+static void hist_remove(struct cls_prio_hist *h, uint16_t p)
+{
+	h->block[p >> 8][p & 255]--;
+	h->total[p >> 8]--;
+}
+
+static uint32_t hist_count(const struct cls_prio_hist *h, uint16_t p)
+{
+	return h->block[p >> 8] != NULL ? h->block[p >> 8][p & 255] : 0;
+}
+
+/* The highest priority with a rule; 0 when there is none. */
+static uint16_t hist_max(const struct cls_prio_hist *h)
+{
+	int b, i;
+
+	for (b = CLS_PRIO_BLOCKS - 1; b >= 0; b--)
+		if (h->total[b] != 0)
+			for (i = 255; i >= 0; i--)
+				if (h->block[b][i] != 0)
+					return (uint16_t)(b << 8 | i);
+	return 0;
+}
+
+static void hist_free(struct cls_prio_hist *h)
+{
+	unsigned int b;
+
+	for (b = 0; b < CLS_PRIO_BLOCKS; b++)
+		free(h->block[b]);
+}
+
 struct cls_subtable {
 	struct flow_key mask;
 	uint8_t n_words;                  /* words of the key the mask covers */
@@ -36,7 +92,7 @@ struct cls_subtable {
 	/* control thread only */
 	uint32_t capacity, n_keys, n_rules;
 	uint16_t max_priority;            /* the real maximum */
-	uint32_t n_at_max;                /* rules with that priority */
+	struct cls_prio_hist hist;        /* how many rules have each priority */
 	uint64_t hits_seen;               /* the hits at the last resort */
 	uint64_t recent_hits;             /* the hits between the last two resorts */
 	struct cls_subtable *next;
@@ -183,12 +239,21 @@ static struct rte_hash *make_hash(struct cls_table *t, uint32_t capacity, uint32
 	return h;
 }
 
-static void free_subtable(void *arg)
+/* Frees a subtable's hash and itself; its priority counts go with free_subtable(). */
+static void free_subtable_hash(void *arg)
 {
 	struct cls_subtable *st = arg;
 
 	rte_hash_free(st->hash);
 	free(st);
+}
+
+static void free_subtable(void *arg)
+{
+	struct cls_subtable *st = arg;
+
+	hist_free(&st->hist);
+	free_subtable_hash(st);
 }
 
 static struct cls_subtable *find_subtable(const struct cls_table *t,
@@ -263,7 +328,9 @@ static int grow_subtable(struct cls_table *t, struct cls_subtable *st)
 
 	if (copy == NULL)
 		return -1;
-	*copy = *st;    /* the old hash goes with the copy, freed after a grace period */
+	/* The old hash goes with the copy, freed after a grace period; the priority counts
+	 * stay with ST (free_subtable_hash leaves them). */
+	*copy = *st;
 	st->hash = make_hash(t, st->capacity * 2, st->n_words * 8u);
 	if (st->hash == NULL) {
 		st->hash = copy->hash;
@@ -283,7 +350,7 @@ static int grow_subtable(struct cls_table *t, struct cls_subtable *st)
 	 * a worker that loaded the old hash pointer reads a complete hash until it is freed.
 	 */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	wk_defer(free_subtable, copy);
+	wk_defer(free_subtable_hash, copy);
 	return 0;
 }
 
@@ -412,11 +479,16 @@ int cls_insert(struct cls_table *t, struct cls_rule *r)
 			return -1;
 		st->max_priority = r->priority;
 	}
+	if (hist_add(&st->hist, r->priority) != 0) {
+		if (fresh)
+			free_subtable(st);
+		return -1;
+	}
 	raises = !fresh && r->priority > st->max_priority;
 	/* The view's maximum rises before the rule can be found (see the top of the file). */
-	if (raises && publish_view(t, NULL, st, r->priority) != 0)
-		return -1;
-	if (chain_insert(t, st, r) != 0) {
+	if ((raises && publish_view(t, NULL, st, r->priority) != 0) ||
+	    chain_insert(t, st, r) != 0) {
+		hist_remove(&st->hist, r->priority);
 		if (fresh)
 			free_subtable(st);
 		return -1;
@@ -426,36 +498,14 @@ int cls_insert(struct cls_table *t, struct cls_rule *r)
 		st->next = t->subtables;
 		t->subtables = st;
 		t->n_subtables++;
-		st->n_at_max = 1;
 		if (publish_view(t, NULL, NULL, 0) != 0)
 			LOG(ERR, "classifier: no memory for a view: a new subtable waits");
 	} else if (raises) {
 		st->max_priority = r->priority;
-		st->n_at_max = 1;
-	} else if (r->priority == st->max_priority) {
-		st->n_at_max++;
 	}
 	st->n_rules++;
 	link_all(t, r);
 	return 0;
-}
-
-/* ST's maximum priority and how many rules have it, from every rule of the table. */
-static void recount_max(const struct cls_table *t, struct cls_subtable *st)
-{
-	const struct cls_rule *r;
-
-	st->max_priority = 0;
-	st->n_at_max = 0;
-	for (r = t->all; r != NULL; r = r->next_all) {
-		if (r->subtable != st)
-			continue;
-		if (r->priority > st->max_priority) {
-			st->max_priority = r->priority;
-			st->n_at_max = 0;
-		}
-		st->n_at_max += r->priority == st->max_priority;
-	}
 }
 
 static void drop_subtable(struct cls_table *t, struct cls_subtable *st)
@@ -490,13 +540,14 @@ void cls_remove(struct cls_table *t, struct cls_rule *r)
 		delete_key(st, buf, len);
 	unlink_all(t, r);
 	r->subtable = NULL;
+	hist_remove(&st->hist, r->priority);
 	if (--st->n_rules == 0) {
 		drop_subtable(t, st);
 		return;
 	}
 	/* The rule has left the hash; only now may the view's maximum fall. */
-	if (r->priority == st->max_priority && --st->n_at_max == 0) {
-		recount_max(t, st);
+	if (r->priority == st->max_priority && hist_count(&st->hist, r->priority) == 0) {
+		st->max_priority = hist_max(&st->hist);
 		if (publish_view(t, NULL, NULL, 0) != 0)
 			LOG(ERR, "classifier: no memory for a view: lookups stay slower");
 	}

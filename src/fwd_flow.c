@@ -2001,11 +2001,39 @@ int fwd_flow_modify(void *state, const struct flow_rule_spec *f, bool strict,
 	return 0;
 }
 
+/*
+ * Deletes every rule at once: an empty set of tables replaces the old, which is freed after a
+ * grace period, rules and all (taking 100,000 rules out one by one would rebuild the views
+ * and defer each rule). -1 when no memory is left for the new tables.
+ */
+static int delete_all(struct flow *F, unsigned int *n)
+{
+	struct flow_tables *fresh = tables_new(F), *old = F->tables;
+	unsigned int i;
+
+	*n = 0;
+	if (fresh == NULL)
+		return -1;
+	for (i = 0; i < FLOW_TABLES; i++)
+		for (struct cls_rule *c = cls_first(old->t[i]); c != NULL; c = cls_next(c)) {
+			if (((struct flow_rule *)c)->flags & FLOW_FLAG_SEND_FLOW_REM)
+				note_removed(F, (struct flow_rule *)c, "delete");
+			(*n)++;
+		}
+	__atomic_store_n(&F->tables, fresh, __ATOMIC_RELEASE);
+	F->n_timed = 0;
+	bump_gen(F);
+	wk_defer(tables_free, old);
+	return 0;
+}
+
 unsigned int fwd_flow_delete(void *state, const struct flow_rule_spec *f, bool strict)
 {
 	struct flow *F = state;
 	unsigned int i, n = 0;
 
+	if (f == NULL && delete_all(F, &n) == 0)
+		return n;
 	for (i = 0; i < FLOW_TABLES; i++) {
 		struct cls_rule *c, *next;
 
