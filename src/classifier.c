@@ -138,7 +138,7 @@ static inline uint32_t cls_gather(const struct cls_subtable *st, const struct fl
 }
 
 const struct cls_rule *cls_lookup(const struct cls_table *t, const struct flow_key *key,
-				  unsigned int worker)
+				  unsigned int worker, struct flow_key *wc)
 {
 	const struct cls_view *v = __atomic_load_n(&t->view, __ATOMIC_ACQUIRE);
 	const struct cls_rule *best = NULL;
@@ -153,6 +153,8 @@ const struct cls_rule *cls_lookup(const struct cls_table *t, const struct flow_k
 
 		if ((int)v->e[i].max_priority <= best_priority)
 			break;      /* sorted: nothing further can win */
+		if (wc != NULL)
+			flow_key_or(wc, &st->mask);
 		len = cls_gather(st, key, buf);
 		if (rte_hash_lookup_with_hash_data(st->hash, buf, rte_hash_crc(buf, len, 0),
 						   &data) < 0)

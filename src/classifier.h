@@ -64,8 +64,12 @@ void cls_resort(struct cls_table *t);
 
 #define CLS_NO_WORKER UINT32_MAX    /* a lookup that counts no hit (trace) */
 
-/* Hot path: the highest-priority rule matching KEY, or NULL. WORKER counts the hits. */
+/*
+ * The highest-priority rule matching KEY, or NULL. WORKER counts the hits. WC, unless NULL,
+ * gets the masks of every subtable the lookup tried ORed into it: the bits of KEY the
+ * answer depends on (another key that agrees with KEY on them gets the same answer).
+ */
 const struct cls_rule *cls_lookup(const struct cls_table *t, const struct flow_key *key,
-				  unsigned int worker);
+				  unsigned int worker, struct flow_key *wc);
 
 #endif

@@ -93,6 +93,16 @@ static inline void flow_key_and(struct flow_key *dst, const struct flow_key *key
 		d[i] = k[i] & m[i];
 }
 
+static inline void flow_key_or(struct flow_key *dst, const struct flow_key *src)
+{
+	const flow_key_word *s = (const flow_key_word *)src;
+	flow_key_word *d = (flow_key_word *)dst;
+	unsigned int i;
+
+	for (i = 0; i < FLOW_KEY_WORDS; i++)
+		d[i] |= s[i];
+}
+
 static inline bool flow_key_equal(const struct flow_key *a, const struct flow_key *b)
 {
 	const flow_key_word *x = (const flow_key_word *)a, *y = (const flow_key_word *)b;

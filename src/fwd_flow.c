@@ -163,6 +163,9 @@ struct flow_prog {
 	uint8_t n_rules, n_egress, n_mods, n_meters, n_groups;
 	uint8_t drop;                      /* the reason, when n_egress is 0 */
 	bool cacheable;
+	/* Depends on no header field, only on the input port (rules on in_port alone): every
+	 * frame of a burst has it, so the burst is decided by its first frame. */
+	bool header_free;
 	struct flow_rule *rules[PROG_MAX_RULES];
 	struct flow_meter *meters[PROG_MAX_METERS];
 	struct flow_group *groups[PROG_MAX_GROUPS];
@@ -314,6 +317,10 @@ struct xlate {
 	struct flow_rule *rule;            /* the rule whose actions run */
 	uint8_t table;
 	bool expired;                      /* a dec_ttl found the TTL spent: stop */
+	/* What the result depends on: the masks of the subtables looked in, and whether an
+	 * action read a header field (a TTL, a tag, a select group's hash). */
+	struct flow_key wc;
+	bool reads_headers;
 	bool no_live_bucket;
 	unsigned int depth;
 	struct xlate_trace *tr;
@@ -518,6 +525,8 @@ static void do_set_field(struct xlate *x, const struct flow_action *a)
 {
 	struct flow_modop op = { .type = FLOW_ACT_SET_FIELD, .field = a->field };
 
+	if (a->field == FLOW_FIELD_VLAN_VID || a->field == FLOW_FIELD_VLAN_PCP)
+		x->reads_headers = true;        /* whether the frame has a tag */
 	/* As OVS's mod_vlan_vid and mod_vlan_pcp: setting the VID or the PCP of an untagged
 	 * frame pushes a tag (VID 0, PCP 0) first. */
 	if ((a->field == FLOW_FIELD_VLAN_VID || a->field == FLOW_FIELD_VLAN_PCP) &&
@@ -539,6 +548,7 @@ static void do_dec_ttl(struct xlate *x)
 {
 	struct flow_modop op = { .type = FLOW_ACT_DEC_TTL };
 
+	x->reads_headers = true;
 	if (!key_is_ip(&x->k)) {
 		tr_printf(x, "dec_ttl: not an IP packet, nothing changed");
 		return;
@@ -670,6 +680,7 @@ static void do_group(struct xlate *x, uint32_t id)
 			run_bucket(x, &g->spec->buckets[i], i);
 		return;
 	case FLOW_GROUP_SELECT:
+		x->reads_headers = true;
 		b = select_bucket(x, g);
 		break;
 	case FLOW_GROUP_INDIRECT:
@@ -705,6 +716,7 @@ static void do_action(struct xlate *x, const struct flow_action *a)
 		do_set_field(x, a);
 		break;
 	case FLOW_ACT_PUSH_VLAN:
+		x->reads_headers = true;
 		op.tpid = (uint16_t)a->arg;
 		tr_printf(x, "push_vlan:0x%04x", a->arg);
 		if (add_mod(x, &op))
@@ -712,6 +724,7 @@ static void do_action(struct xlate *x, const struct flow_action *a)
 							 (rte_be_to_cpu_16(x->k.vlan_tci) & 0xefff));
 		break;
 	case FLOW_ACT_POP_VLAN:
+		x->reads_headers = true;
 		if (x->k.vlan_tci == 0) {
 			tr_printf(x, "pop_vlan: no tag, nothing changed");
 			break;
@@ -839,6 +852,17 @@ static void trace_rule(struct xlate *x, const struct flow_rule *r)
 		  r->cls.priority, match[0] ? "," : "", match, r->cookie, acts);
 }
 
+/* Whether mask WC covers nothing of a frame's headers: only in_port and metadata (which
+ * write_metadata sets, not the frame). tun_id is a header: a tunnel port fills it. */
+static bool port_only(const struct flow_key *wc)
+{
+	struct flow_key rest = *wc;
+
+	rest.in_port = 0;
+	rest.metadata = 0;
+	return flow_key_equal(&rest, &(struct flow_key){ 0 });
+}
+
 /*
  * Runs the pipeline for the packet with key K, received on IN, into P. Only configuration
  * is read: nothing is counted or changed, so trace uses it as the data path does.
@@ -854,7 +878,7 @@ static void translate(const struct flow *F, uint16_t in, const struct flow_key *
 	p->cacheable = true;
 	p->drop = STATS_DROP_ACTION_DROP;
 	for (;;) {
-		const struct cls_rule *c = cls_lookup(tables->t[table], &x.k, worker);
+		const struct cls_rule *c = cls_lookup(tables->t[table], &x.k, worker, &x.wc);
 		struct flow_rule *r = (struct flow_rule *)(uintptr_t)c;
 		const struct flow_insns *ins;
 
@@ -894,6 +918,7 @@ static void translate(const struct flow *F, uint16_t in, const struct flow_key *
 	if (p->n_egress == 0)
 		p->drop = x.expired ? STATS_DROP_TTL_EXPIRED :
 			  x.no_live_bucket ? STATS_DROP_GROUP_NO_LIVE_BUCKET : p->drop;
+	p->header_free = !x.reads_headers && port_only(&x.wc);
 	p->simple = PROG_NOT_SIMPLE;
 	if (p->n_meters == 0 && p->n_egress == 1 && p->eg[0].kind == EG_PORTS &&
 	    p->eg[0].n_mods == 0 && __builtin_popcountll(p->eg[0].ports) == 1)
@@ -1245,11 +1270,32 @@ static inline void remember_headers(struct flow_worker *w, const struct flow_key
 	memcpy(w->last_hdr, data, w->last_hl);
 }
 
+/*
+ * Whether the N bytes at A and B are equal, N from 8 to FLOW_SAME_BYTES: eight bytes at a
+ * time, the last eight overlapping, with no branch per word (a call to memcmp costs as much
+ * as the rest of a cached frame's work).
+ */
+static inline bool same_bytes(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+	uint64_t x, y, diff;
+	uint32_t i;
+
+	memcpy(&x, a + n - 8, 8);
+	memcpy(&y, b + n - 8, 8);
+	diff = x ^ y;
+	for (i = 0; i + 8 < n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		diff |= x ^ y;
+	}
+	return diff == 0;
+}
+
 /* Whether M has the key of the frame remember_headers() kept. */
 static inline bool same_headers(const struct flow_worker *w, const struct rte_mbuf *m)
 {
 	return w->last_hl != 0 && rte_pktmbuf_data_len(m) >= w->last_hl &&
-	       memcmp(rte_pktmbuf_mtod(m, const void *), w->last_hdr, w->last_hl) == 0;
+	       same_bytes(rte_pktmbuf_mtod(m, const uint8_t *), w->last_hdr, w->last_hl);
 }
 
 /* Adds a run of packets of one program to its rules' and groups' counters. */
@@ -1302,20 +1348,49 @@ static inline void run_program(struct flow_worker *w, unsigned int wid,
 {
 	unsigned int j;
 
+	if (likely(p->simple != PROG_NOT_SIMPLE)) {     /* a simple program has no meter */
+		fb->out[i] = p->simple;
+		return;
+	}
 	for (j = 0; j < p->n_meters; j++)
 		if (!meter_pass(p->meters[j], w, wid, m)) {
 			fb->out[i] = FWD_OUT_DROP;
 			fb->drop[i] = STATS_DROP_METER;
 			return;
 		}
-	if (likely(p->simple != PROG_NOT_SIMPLE)) {
-		fb->out[i] = p->simple;
-	} else if (p->n_egress == 0) {
+	if (p->n_egress == 0) {
 		fb->out[i] = FWD_OUT_DROP;
 		fb->drop[i] = p->drop;
 	} else {
 		run_general(w, p, in, m, i, fb);
 	}
+}
+
+/*
+ * A burst whose first frame's program depends on the input port alone (header_free: rules
+ * on in_port only, as a VNF chain's steering is) has that program for every frame: the
+ * other frames are not looked at. True when the burst was decided so.
+ */
+static bool decide_by_port(struct flow *F, struct flow_worker *w, unsigned int wid,
+			   uint16_t in, uint32_t gen, struct rte_mbuf **pkts, uint16_t n,
+			   struct fwd_burst *fb)
+{
+	struct prog_run run = { 0 };
+	const struct flow_prog *p;
+	uint64_t bytes = 0;
+	uint16_t i;
+
+	flow_key_extract(rte_pktmbuf_mtod(pkts[0], const uint8_t *),
+			 rte_pktmbuf_data_len(pkts[0]), in, &w->key[0]);
+	remember_headers(w, &w->key[0], pkts[0]);
+	p = find_program(F, w, wid, in, gen, 0, &run);
+	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
+		return false;   /* the frame-by-frame loop finds it again in the cache */
+	for (i = 0; i < n; i++)
+		bytes += pkts[i]->pkt_len;
+	count_prog(p, wid, n, bytes, w->tsc);
+	fb->uniform = p->simple;
+	return true;
 }
 
 /*
@@ -1337,6 +1412,8 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 
 	w->tsc = rte_rdtsc();
 	w->extra_max = (uint16_t)(FWD_MAX_BURST - n);
+	if (n > 0 && decide_by_port(F, w, wid, in, gen, pkts, n, fb))
+		return;
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
