@@ -21,8 +21,9 @@ help:
 	@echo "make bench-idle   idle CPU of sluiced (idle sleep), testpmd and OVS-DPDK, 3 x 10 s"
 	@echo "                  each, and what the idle sleep adds at 0.10 of R+ (~3 min)"
 	@echo "make bench-ndr    NDR and PDR (MLRsearch), p2p and v2v at 64 and 256 B (~15 min)"
-	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes and"
-	@echo "                  IMIX, latency at loads and at 1 Mpps (hours)"
+	@echo "make bench-full   the whole matrix: every scenario, stand-in, direction, 4 sizes,"
+	@echo "                  9000 B jumbo frames (where a switch takes them) and IMIX,"
+	@echo "                  latency at loads and at 1 Mpps (hours)"
 	@echo "                  (BENCH_ARGS='--duration 2' shortens either)"
 	@echo "make soak         SOAK_SECONDS (3600) of mixed traffic, hot-plug and VNF restarts;"
 	@echo "                  checks accounting, mbuf leaks and memory (build/soak/summary.json)"
@@ -164,7 +165,7 @@ bench-idle: setup-peers build
 bench-full: setup-peers build
 	$(BENCH_LOCK) bin/sluice-bench run \
 		--scenario v2v,p2p,p2v,v2p,loopback-1,loopback-2,loopback-3,loopback-4,loopback-5 \
-		--phy memif,veth --direction uni,bidir --sizes 64,256,1024,1500,imix --trials 4 \
+		--phy memif,veth --direction uni,bidir --sizes 64,256,1024,1500,9000,imix --trials 4 \
 		--duration 20 --latency loads,fixed:1Mpps --min-near 3 --budget 1800 $(BENCH_ARGS)
 
 # Section 8 of issue 8: zero-loss (NDR) and 0.5 % loss (PDR) rates, p2p and v2v at 64 and

@@ -202,3 +202,32 @@ def test_ndr_pdr_search_over_memif(tmp_path: Path) -> None:
     assert found["ndr"]["rx_pps"] <= found["pdr"]["rx_pps"]
     assert "NDR and PDR (MLRsearch)" in (out / "report.md").read_text()
     assert_cleaned_up(out)
+
+
+def test_jumbo_size_runs_where_a_switch_takes_it(tmp_path: Path) -> None:
+    """A 9000 B size (bench-full's) is planned for switches whose adapter carries jumbo frames
+    over the scenario's ports (sluice and testpmd over vhost-user) and skipped with a note
+    for the rest (memif, veth, peers without a jumbo set-up), 64 B staying as it was;
+    sluiced's ports get mtu=9000 in such a run."""
+    from sluice.bench.switches.base import Context, Link
+    from sluice.bench.switches.sluice import Sluice
+
+    r = bench("run", "--dry-run", "--scenario", "v2v,p2p", "--phy", "memif",
+              "--switch", "sluice:patch,testpmd,ovs-dpdk:normal", "--sizes", "64,9000",
+              "--trials", "1", "--duration", "2", "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    v2v, p2p = r.stdout.split("\np2p/memif uni:")
+    assert "9000 B trial 0 alternating: sluice:patch vs testpmd:io" in v2v
+    assert "64 B trial 0 alternating: ovs-dpdk:normal vs testpmd:io" in v2v
+    assert "9000 B trial 0 alternating: ovs-dpdk" not in v2v
+    assert "9000 B" not in p2p and "64 B trial 0 alternating: sluice:patch" in p2p
+    assert "skipped ovs-dpdk:normal in v2v uni: 9000 B frames:" in r.stdout
+    assert "skipped sluice:patch in p2p/memif uni: 9000 B frames: DPDK 22.11's memif" \
+        in r.stdout
+    r = bench("sockets", "--sizes", "9000", "--dry-run")
+    assert r.returncode == 2 and "64..1518" in r.stderr
+
+    ctx = Context(work=tmp_path, tag="t", switch_cpu=1, ctl_cpu=0, repo=REPO,
+                  extra={"mtu": "9000"})
+    spec = Sluice(ctx, "patch")._spec(Link("a", "vhost", path="/x.sock"), "af_xdp")
+    assert spec == "vhost-user:server,path=/x.sock,mtu=9000"

@@ -128,7 +128,6 @@ struct gen {
 	struct hist latency;
 	uint64_t reflected, reflect_dropped, foreign;
 	uint64_t touch_sum, touch_bytes, touch_frames;   /* --touch */
-	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];      /* measured frames, FCS included */
 	uint64_t stray;              /* frames that came back on a sending port (txrx) */
 	uint64_t announced, announce_echoes;  /* --announce: sent, and what came back */
 	uint64_t passes, idle_passes;
@@ -145,6 +144,9 @@ struct gen {
 	uint8_t headers[TRAFFIC_HDR_LEN];
 	char server_paths[GEN_MAX_PLANS][PORTSPEC_MAX_LEN];   /* sockets our servers made */
 	unsigned int n_server_paths;
+	/* Measured frames per size, FCS included: last, as with 9018 B frames it is 72 KB
+	 * that should not sit between the fields every pass reads. */
+	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];
 };
 
 static volatile sig_atomic_t quit;
@@ -240,7 +242,8 @@ static void usage(FILE *f)
 "                     discarded frames counted by reason, then l2fwd's MAC rewrite\n"
 "  --size S           frame bytes incl. FCS: 64, a list 64,512,1518, a range 64-1518,\n"
 "                     imix (64:570:1518 at 7:4:1), or csv:FILE (lines size,weight; # for\n"
-"                     comments); default 64\n"
+"                     comments); default 64; up to 9018 (a 9000 B MTU: ports get an MTU and\n"
+"                     buffers for the largest frame)\n"
 "  --rate R           per sending port: max (default; ping: 1000pps), 1Mpps, 500kpps,\n"
 "                     250000, 1.5M, 2Gbps (L1: frame + 20 B of preamble and gap),\n"
 "                     2Gbps-l2 (frame only)\n"
@@ -665,15 +668,65 @@ static void note_server_socket(struct gen *g, const struct portspec *ps)
 		snprintf(g->server_paths[g->n_server_paths++], PORTSPEC_MAX_LEN, "%s", ps->path);
 }
 
-/* Configures and starts PORT with one queue pair; 0, or the failing call's rc and *STEP. */
-static int start_port(const struct gen *g, uint16_t port, const char **step)
+/*
+ * Frames above TRAFFIC_STD_FRAME (jumbo runs) need ports that take them. The port's MTU is
+ * its spec's mtu=, else the one the largest frame needs (9018 B: 9000); where the device has
+ * an MTU and a range holding it (virtio-user, tap, af_xdp), it is asked for in the
+ * configuration, with scatter receive and multi-segment transmit where the device has them,
+ * so what outgrows a buffer arrives as a chain. Devices without an MTU of their own
+ * (vhost-user, memif, ring, null) chain or take any length: they are left as they are. Runs
+ * of standard sizes configure ports exactly as before. -1 with a message when a spec's mtu=
+ * is outside the device's range.
+ */
+static int prepare_mtu(const struct gen *g, const struct port_plan *p, const struct portspec *ps,
+		       struct rte_eth_conf *conf)
+{
+	unsigned int max_len = traffic_max_size(&g->o.traffic) - RTE_ETHER_CRC_LEN, mtu;
+	struct rte_eth_dev_info info;
+
+	if (ps->mtu == 0 && max_len <= TRAFFIC_STD_FRAME - RTE_ETHER_CRC_LEN)
+		return 0;
+	if (rte_eth_dev_info_get(*p->ethdev, &info) != 0)
+		return 0;
+	mtu = ps->mtu != 0 ? ps->mtu : max_len - RTE_ETHER_HDR_LEN;
+	if (mtu < info.min_mtu || mtu > info.max_mtu ||
+	    mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN > info.max_rx_pktlen) {
+		if (ps->mtu == 0 || ps->kind == PORTSPEC_MEMIF)
+			return 0;       /* no MTU of its own, or memif's chains: as it is */
+		fprintf(stderr, "sluice-gen: --%s %s: mtu %u: the device takes %u to %u\n", p->opt, p->spec,
+			mtu, info.min_mtu, RTE_MIN((uint32_t)info.max_mtu, info.max_rx_pktlen -
+						   RTE_ETHER_HDR_LEN - RTE_VLAN_HLEN));
+		return -1;
+	}
+	conf->rxmode.mtu = mtu;
+	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
+		conf->rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf->txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	return 0;
+}
+
+/*
+ * Configures and starts P's port with one queue pair; 0, or the failing call's rc and *STEP
+ * (NULL when a message was printed already).
+ */
+static int start_port(const struct gen *g, const struct port_plan *p, const struct portspec *ps,
+		      const char **step)
 {
 	struct rte_eth_conf conf = { 0 };
+	uint16_t port = *p->ethdev;
 	int rc;
 
+	*step = NULL;                /* prepare_mtu() says why */
+	if (prepare_mtu(g, p, ps, &conf) != 0)
+		return -EINVAL;
 	*step = "configure";
 	rc = rte_eth_dev_configure(port, 1, 1, &conf);
 	if (rc != 0)
+		return rc;
+	*step = "MTU";
+	rc = conf.rxmode.mtu != 0 ? rte_eth_dev_set_mtu(port, (uint16_t)conf.rxmode.mtu) : 0;
+	if (rc != 0 && rc != -ENOTSUP)
 		return rc;
 	*step = "receive queue set-up";
 	rc = rte_eth_rx_queue_setup(port, 0, g->o.ring, rte_socket_id(), NULL, g->pool);
@@ -730,9 +783,10 @@ static int open_port(struct gen *g, const struct port_plan *p, unsigned int inde
 				p->spec, probe);
 		return -1;
 	}
-	rc = start_port(g, *p->ethdev, &step);
+	rc = start_port(g, p, &ps, &step);
 	if (rc != 0) {
-		report_port_failure(p, &ps, step, rc);
+		if (step != NULL)
+			report_port_failure(p, &ps, step, rc);
 		return -1;
 	}
 	note_server_socket(g, &ps);
@@ -1888,6 +1942,21 @@ static unsigned int pool_size(const struct opts *o)
 	return RTE_MAX(16383u, ports * (2u * o->ring + 2 * GEN_BURST + o->burst) + 4096);
 }
 
+/*
+ * A buffer's data room: DPDK's default (2 KB) up to 1518 B frames, so standard runs are as
+ * they were; for jumbo frames one buffer holds the largest frame (with room for virtio's
+ * header and a VLAN tag, rounded up to 1 KB), so frames are built in one segment and the
+ * sending path stays the same: no chains, no per-frame branch.
+ */
+static uint16_t pool_buf_size(const struct opts *o)
+{
+	unsigned int len = traffic_max_size(&o->traffic) - RTE_ETHER_CRC_LEN;
+
+	if (len + RTE_PKTMBUF_HEADROOM <= RTE_MBUF_DEFAULT_BUF_SIZE)
+		return RTE_MBUF_DEFAULT_BUF_SIZE;
+	return (uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(len + 64, 1024));
+}
+
 /* Every port in rank order (port_rank), each class in the order given. */
 static int open_ports(struct gen *g)
 {
@@ -1928,7 +1997,7 @@ static int setup(struct gen *g)
 	g->ns_per_tsc = 1e9 / (double)g->hz;
 	hist_init(&g->latency);
 	g->pool = rte_pktmbuf_pool_create("gen_pool", pool_size(&g->o), 256, 0,
-					  RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+					  pool_buf_size(&g->o), (int)rte_socket_id());
 	if (g->pool == NULL) {
 		fprintf(stderr, "sluice-gen: no mbuf pool: %s\n", rte_strerror(rte_errno));
 		return -1;

@@ -104,6 +104,16 @@ double traffic_mean_size(const struct traffic *t)
 	return sum / t->n_sizes;
 }
 
+uint16_t traffic_max_size(const struct traffic *t)
+{
+	uint16_t max = t->hi;
+	unsigned int i;
+
+	for (i = 0; t->hi == 0 && i < t->n_sizes; i++)
+		max = RTE_MAX(max, t->sizes[i]);
+	return max;
+}
+
 uint16_t traffic_size(const struct traffic *t, uint64_t n)
 {
 	uint64_t x;

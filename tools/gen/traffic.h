@@ -14,7 +14,8 @@
 #define TRAFFIC_MAX_SIZES 64          /* in a list; a CSV distribution has a longer cycle */
 #define TRAFFIC_MAX_CYCLE 4096        /* SIZEDIST_MAX_CYCLE */
 #define TRAFFIC_MIN_FRAME 64
-#define TRAFFIC_MAX_FRAME 1518
+#define TRAFFIC_MAX_FRAME 9018       /* a 9000 B MTU: 9000 + Ethernet header + FCS */
+#define TRAFFIC_STD_FRAME 1518       /* the largest frame of a 1500 B MTU */
 #define TRAFFIC_HDR_LEN 42        /* Ethernet + IPv4 + UDP */
 #define TRAFFIC_MAGIC 0x51ce
 
@@ -42,6 +43,8 @@ int traffic_parse_sizes(const char *s, struct traffic *t, char *err, size_t len)
 /* "mac,ip,port": the fields that differ between flows. */
 int traffic_parse_vary(const char *s, struct traffic *t, char *err, size_t len);
 double traffic_mean_size(const struct traffic *t);
+/* The largest frame T sends, FCS included. */
+uint16_t traffic_max_size(const struct traffic *t);
 /* The size with FCS of the N-th frame. */
 uint16_t traffic_size(const struct traffic *t, uint64_t n);
 /* Writes Ethernet/IPv4/UDP headers of flow FLOW for a frame of LEN bytes (without FCS). */

@@ -17,7 +17,7 @@ from pathlib import Path
 from sluice.bench import arrange, idle, scenarios, sweep, vnfs
 from sluice.bench.runner import Runner, Settings
 from sluice.bench.scenarios import Scenario
-from sluice.bench.stats import IMIX
+from sluice.bench.stats import IMIX, MAX_FRAME
 from sluice.bench.switches import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -90,7 +90,16 @@ def sizes(text: str) -> tuple[int, ...]:
         out = tuple(IMIX if w.lower() == "imix" else int(w) for w in csv(text))
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"bad size list {text!r}") from e
-    if not out or any(not 64 <= s <= 1518 for s in out if s != IMIX):
+    if not out or any(not 64 <= s <= MAX_FRAME for s in out if s != IMIX):
+        raise argparse.ArgumentTypeError(f"sizes are 64..{MAX_FRAME} bytes, FCS included "
+                                         "(above 1518: jumbo frames), or imix")
+    return out
+
+
+def std_sizes(text: str) -> tuple[int, ...]:
+    """sizes() without jumbo frames (sluice-sockets sends at most 1518 B)."""
+    out = sizes(text)
+    if any(s > 1518 for s in out):
         raise argparse.ArgumentTypeError("sizes are 64..1518 bytes, FCS included, or imix")
     return out
 
@@ -149,7 +158,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", type=sizes, default=(64, 1500),
                    help="frame sizes in bytes including the 4-byte FCS, and/or imix "
                         "(64:570:1518 at 7:4:1; rows carry its mean, 354, and size_label "
-                        "imix) (default 64,1500)")
+                        "imix) (default 64,1500); above 1518 B (up to 9018, a 9000 B MTU) "
+                        "only switches that take jumbo frames run it, sluice with mtu=9000 "
+                        "ports, the others are skipped with a note")
     p.add_argument("--trials", type=int, default=2,
                    help="generator runs per switch (alternating: per switch against the "
                         "baseline, orders alternate) and size (default 2)")
@@ -289,7 +300,7 @@ def add_sockets(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     p.add_argument("--batch", type=batches, default=(1, 32),
                    help="comma-separated batch sizes: 1 = send/recv, N > 1 = sendmmsg/"
                         "recvmmsg of N (default 1,32)")
-    p.add_argument("--sizes", type=sizes, default=(64, 1500),
+    p.add_argument("--sizes", type=std_sizes, default=(64, 1500),
                    help="frame sizes in bytes including the 4-byte FCS (default 64,1500)")
     p.add_argument("--duration", type=float, default=10.0,
                    help="seconds of sending per run (default 10)")

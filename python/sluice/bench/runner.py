@@ -49,7 +49,17 @@ from sluice.bench.scenarios import (
     topology,
 )
 from sluice.bench.schema import Row, append_rows
-from sluice.bench.stats import IMIX, Sample, gen_size, loss_fraction, r_plus, row_size, trim
+from sluice.bench.stats import (
+    IMIX,
+    JUMBO_MTU,
+    Sample,
+    gen_size,
+    is_jumbo,
+    loss_fraction,
+    r_plus,
+    row_size,
+    trim,
+)
 from sluice.bench.switches import ADAPTERS, Context, Switch
 from sluice.bench.windows import Labelled, figures, ratios_by_label
 
@@ -190,6 +200,9 @@ class Runner:
             defaultdict(list)
         self.near_report: list[dict[str, Any]] = []
         self.grow: Callable[[float], None] = lambda _s: None   # the ETA's total grows
+        # A jumbo size anywhere in the run: switches that take them get ports with that MTU.
+        self.jumbo_run = any(is_jumbo(z) for _, sizes in settings.units for z in sizes) or \
+            any(is_jumbo(z) for z in settings.latency_sizes)
 
     # -- plan ---------------------------------------------------------------------------
     def usable_keys(self, scn: Scenario, wanted: Sequence[str]) -> list[str]:
@@ -254,16 +267,18 @@ class Runner:
                     raise
             for scn, wanted in v2v_split(unit, self.s.switches):
                 keys = self.usable_keys(scn, wanted)
-                if keys:
-                    out.append(self.plan_unit(scn, keys, sizes))
+                planned = self.plan_unit(scn, keys, sizes) if keys else (scn, [], [])
+                if planned[2]:
+                    out.append(planned)
         has_v2v = any(scn.family == "v2v" for scn, _ in self.s.units)
         if not self.s.fixed_any_scenario and self.s.fixed_rates and has_v2v:
             rtt = round_trip()
             keys = self.usable_keys(rtt, [k for k in self.s.switches
                                           if not ADAPTERS[split_key(k)[0]].veth_only])
-            specs = [sp for rate in self.s.fixed_rates
-                     for sp in latency_for(rtt, self.s.latency_sizes, keys, (), rate,
-                                           self.s.latency_trials)]
+            specs = self.without_jumbo(rtt, keys, [
+                sp for rate in self.s.fixed_rates
+                for sp in latency_for(rtt, self.s.latency_sizes, keys, (), rate,
+                                      self.s.latency_trials)])
             if keys and specs:
                 out.append((rtt, keys, specs))
         return out
@@ -275,6 +290,25 @@ class Runner:
                         arrange.Poller("the switch's forwarding thread", self.s.switch_cpu),
                         *vnfs.planned_pollers(scn.vnf, scn.chain, self.s.vnf_cpu_list)]],
                       self.s.allow_shared_cpu)
+
+    def without_jumbo(self, scn: Scenario, keys: Sequence[str], specs: list[TrialSpec]
+                      ) -> list[TrialSpec]:
+        """SPECS less the jumbo-frame trials (stats.is_jumbo) of switches that cannot carry
+        them in SCN (Switch.jumbo_unsupported; VNF processes never do), each recorded as
+        skipped with the reason. An alternating trial needs both its switches."""
+        jumbo = sorted({sp.size for sp in specs if is_jumbo(sp.size)})
+        if not jumbo:
+            return specs
+        cannot = set()
+        for key in keys:
+            name, mode = split_key(key)
+            cls = ADAPTERS[name]
+            why = (f"{scn.vnf} VNF processes take 2 KB buffers" if scn.process_vnfs else
+                   cls(self._ctx(cls, "probe"), mode).jumbo_unsupported(scn.steer_as, scn.phy))
+            if why is not None:
+                cannot.add(key)
+                self.skip(key, scn, f"{','.join(map(str, jumbo))} B frames: {why}")
+        return [sp for sp in specs if not (is_jumbo(sp.size) and cannot & set(sp.switches))]
 
     def plan_unit(self, scn: Scenario, keys: list[str], sizes: tuple[int, ...]
                   ) -> tuple[Scenario, list[str], list[TrialSpec]]:
@@ -293,7 +327,8 @@ class Runner:
         if "echo" in self.s.latency and scn.family == "v2v" and scn.pairs == 1:
             specs += echo_for(scn, self.s.latency_sizes, keys, self.s.echo_bursts,
                               self.s.latency_trials)
-        return (scn, keys, specs)
+        specs = self.without_jumbo(scn, keys, specs)
+        return (scn, [k for k in keys if any(k in sp.switches for sp in specs)], specs)
 
     def total_seconds(self, plan: Sequence[tuple[Scenario, list[str], list[TrialSpec]]]) -> float:
         """Expected length of PLAN."""
@@ -313,7 +348,8 @@ class Runner:
                        ctl_cpu=self.s.gen_cpu, repo=self.s.repo,
                        extra={"gen_veth_driver": "af_xdp", **self.s.switch_options,
                               **({"burst": str(self.s.switch_burst)}
-                                 if self.s.switch_burst else {})})
+                                 if self.s.switch_burst else {}),
+                              **({"mtu": str(JUMBO_MTU)} if self.jumbo_run else {})})
 
     def start_switches(self, scn: Scenario, keys: Sequence[str], live: Live) -> None:
         """Starts KEYS for SCN, each stopped right after it started; failures skipped."""

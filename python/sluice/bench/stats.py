@@ -17,6 +17,16 @@ L1_OVERHEAD_BYTES = 20
 IMIX = 0
 IMIX_MIX = ((64, 7), (570, 4), (1518, 1))
 IMIX_MEAN = round(sum(s * w for s, w in IMIX_MIX) / sum(w for _, w in IMIX_MIX))
+# Frames longer than a 1500 B MTU's 1518 are jumbo frames: sluice-gen takes up to 9018 (a
+# 9000 B MTU), and only switches whose adapter sets them up run them (Switch.jumbo_links).
+STD_MAX_FRAME = 1518
+MAX_FRAME = 9018
+JUMBO_MTU = 9000
+
+
+def is_jumbo(size: int) -> bool:
+    """Whether a plan's SIZE is a jumbo frame (longer than 1518 B, FCS included)."""
+    return size > STD_MAX_FRAME
 
 
 def row_size(size: int) -> int:

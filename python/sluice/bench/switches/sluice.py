@@ -43,6 +43,9 @@ class Sluice(Switch):
     modes = ("patch", "learn", "flow", "flow-normal")
     variants = ("patch+idle", "learn+idle")
     flooding_modes = ("learn", "learn+idle", "flow-normal")
+    # Ports get mtu= (Context.extra["mtu"]) when the run has jumbo sizes; vhost-user chains
+    # 2 KB buffers. Not memif (base.JUMBO_NOT_MEMIF); veths keep the kernel's 1500 B MTU.
+    jumbo_links = ("vhost",)
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)
@@ -63,10 +66,13 @@ class Sluice(Switch):
         return None
 
     def _spec(self, link: Link, driver: str) -> str:
+        # A run with jumbo sizes gives its vhost-user and memif ports the MTU they need
+        # (docs/ports.md, "MTU and jumbo frames"); the check costs smaller frames nothing.
+        mtu = f",mtu={self.ctx.extra['mtu']}" if "mtu" in self.ctx.extra else ""
         if link.kind == "vhost":
-            return f"vhost-user:server,path={link.path}"
+            return f"vhost-user:server,path={link.path}{mtu}"
         if link.kind == "memif":
-            return f"memif:role=server,socket={link.path}"
+            return f"memif:role=server,socket={link.path}{mtu}"
         return f"{driver}:iface={link.iface}"
 
     def _daemon(self, topo: Topology) -> None:
