@@ -258,9 +258,6 @@ static int parse_filter(struct sw *s, json_t *params, enum flow_parse_mode mode,
 		*filter = NULL;
 		return -1;
 	}
-	/* As ovs-ofctl: a filter without table= selects in every table. */
-	if (strstr(text, "table=") == NULL)
-		(*filter)->table = FLOW_TABLE_ALL;
 	return 0;
 }
 

@@ -7,6 +7,9 @@
  */
 #include "portspec.h"
 
+#define PORTSPEC_MEMIF_BUFFER 2048      /* DPDK memif's default buffer size (bsize) */
+#define PORTSPEC_FRAME_OVERHEAD 22      /* Ethernet header, a VLAN tag, FCS */
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -433,6 +436,14 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 				return fail(err, len, "memif: 'ring_size' must be a power of two");
 			rc |= add_arg(out, "rsize=%d", __builtin_ctzl(slots));
 		}
+		/*
+		 * A jumbo MTU gets buffers that hold a whole frame (bsize, used by the client,
+		 * which makes the shared memory): DPDK 22.11's memif mixed up frames chained
+		 * over several 2 KB buffers at full rate (docs/ports.md).
+		 */
+		if (out->mtu + PORTSPEC_FRAME_OVERHEAD > PORTSPEC_MEMIF_BUFFER)
+			rc |= add_arg(out, "bsize=%u",
+				      (out->mtu + PORTSPEC_FRAME_OVERHEAD + 127) / 128 * 128);
 		add_socket_path(out, "socket", required(items, n, "socket"));
 		break;
 	case PORTSPEC_PCAP:

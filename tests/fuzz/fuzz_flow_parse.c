@@ -67,9 +67,13 @@ static void check_rule(const struct flow_rule_spec *s, enum flow_parse_mode mode
 	int n;
 
 	flow_key_and(&masked, &s->match.key, &s->match.mask);
+	/* A mod or del filter without table= selects every table (FLOW_TABLE_ALL). */
+	bool all_tables = (mode == FLOW_PARSE_MODIFY || mode == FLOW_PARSE_DELETE) &&
+			  s->table == FLOW_TABLE_ALL;
+
 	if (!flow_key_equal(&masked, &s->match.key) || s->n_apply > FLOW_MAX_ACTIONS ||
-	    s->n_write > FLOW_MAX_ACTIONS || s->table >= FLOW_TABLES ||
-	    (s->goto_table != FLOW_NO_GOTO && s->goto_table <= s->table))
+	    s->n_write > FLOW_MAX_ACTIONS || (s->table >= FLOW_TABLES && !all_tables) ||
+	    (s->goto_table != FLOW_NO_GOTO && !all_tables && s->goto_table <= s->table))
 		abort();
 	n = flow_format_rule(s, mode, port_name, NULL, text, sizeof(text));
 	check_formatted(n, text, sizeof(text));
