@@ -62,7 +62,8 @@ def test_chain_mixed_names_its_firewall_port(tmp_path: Path) -> None:
 
 def test_requests_stay_under_sluiceds_line_limit() -> None:
     lines = rules.acl_lines(rules.acl(20_000))
-    reqs = flowctl.chunks("add-flows", "bench", lines)
+    assert len(flowctl.chunks("add-flows", "bench", lines)) == 1     # 64 MiB lines
+    reqs = flowctl.chunks("add-flows", "bench", lines, limit=64 * 1024)
     assert len(reqs) > 1 and all(len(r) < 64 * 1024 for r in reqs)
     back = [ln for r in reqs for ln in json.loads(r)["params"]["flows"]]
     assert back == lines

@@ -43,16 +43,16 @@ from sluice.rpc import RpcError, decode_answer, encode_request
 LINE_MAX = 64 * 1024 * 1024 - 1024   # a request line must stay under sluiced's 64 MiB
 
 
-def chunks(method: str, switch: str, lines: Sequence[str], first_id: int = 1
-           ) -> list[bytes]:
-    """LINES as `method` requests of at most LINE_MAX bytes each."""
+def chunks(method: str, switch: str, lines: Sequence[str], first_id: int = 1,
+           limit: int = LINE_MAX) -> list[bytes]:
+    """LINES as `method` requests of at most LIMIT bytes each."""
     out: list[bytes] = []
     cur: list[str] = []
     size = 0
     base = len(encode_request(method, {"switch": switch, "flows": []}, first_id)) + 16
     for line in lines:
         cost = len(json.dumps(line)) + 1
-        if cur and base + size + cost > LINE_MAX:
+        if cur and base + size + cost > limit:
             out.append(encode_request(method, {"switch": switch, "flows": cur},
                                       first_id + len(out)))
             cur, size = [], 0
