@@ -63,6 +63,7 @@
 
 #define FLOW_EMC_ENTRIES 8192          /* per worker; two ways per set */
 #define FLOW_EMC_WAYS 2
+#define FLOW_EMC_INSERT_EVERY 16               /* a power of two (emc_should_insert) */
 #define PROG_MAX_RULES 16
 #define PROG_MAX_EGRESS 8
 #define PROG_MAX_MODS 24
@@ -192,6 +193,7 @@ struct pin_elem {
 struct flow_worker {
 	struct rte_ring *pins;
 	uint64_t pin_full, copy_failed, uncacheable, emc_hits, emc_misses;
+	uint32_t insert_tick;
 	uint64_t tsc;                      /* the burst's time */
 	uint16_t extra_max;                /* extra frames the burst may hand over (add_extra) */
 	struct emc_entry *emc;
@@ -871,7 +873,21 @@ static void translate(const struct flow *F, uint16_t in, const struct flow_key *
 		      unsigned int worker, struct flow_prog *p, struct xlate_trace *tr)
 {
 	const struct flow_tables *tables = __atomic_load_n(&F->tables, __ATOMIC_ACQUIRE);
-	struct xlate x = { .F = F, .in = in, .k = *k, .p = p, .tr = tr };
+	struct xlate x;
+
+	/* Field by field: the action set (a kilobyte) need not be zeroed, only emptied. */
+	x.F = F;
+	x.in = in;
+	x.k = *k;
+	x.p = p;
+	x.cur_start = x.cur_n = 0;
+	x.n_set = 0;
+	x.rule = NULL;
+	x.table = 0;
+	x.expired = x.no_live_bucket = x.reads_headers = false;
+	x.depth = 0;
+	x.tr = tr;
+	memset(&x.wc, 0, sizeof(x.wc));
 	unsigned int table = 0;
 
 	p->n_rules = p->n_egress = p->n_mods = p->n_meters = p->n_groups = 0;
@@ -1201,6 +1217,30 @@ static inline const struct flow_prog *emc_lookup(struct flow_worker *w, uint32_t
 	return NULL;
 }
 
+/*
+ * Whether a miss goes into the cache: always while its set has a free way; into a full set
+ * one miss in FLOW_EMC_INSERT_EVERY, so that traffic of more flows than the cache holds
+ * (every packet a miss) does not spend its time evicting entries that would be evicted
+ * again before their next packet, while a flow that lasts still gets in (OVS inserts one
+ * in a hundred for the same reason).
+ */
+static inline bool emc_should_insert(struct flow_worker *w, uint32_t gen, uint32_t hash)
+{
+	const struct emc_entry *e = emc_set(w, hash);
+	unsigned int k;
+
+	for (k = 0; k < FLOW_EMC_WAYS; k++)
+		if (e[k].gen != gen)
+			return true;
+	return (++w->insert_tick & (FLOW_EMC_INSERT_EVERY - 1)) == 0;
+}
+
+/* The bytes of P that hold something: the arrays' used parts are what a copy needs. */
+static inline size_t prog_size(const struct flow_prog *p)
+{
+	return offsetof(struct flow_prog, mods) + p->n_mods * sizeof(p->mods[0]);
+}
+
 /* A slot for KEY: an invalid way first, else the way the hash picks. */
 static inline struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
 					  const struct flow_key *key, uint32_t hash)
@@ -1331,14 +1371,16 @@ static const struct flow_prog *find_program(struct flow *F, struct flow_worker *
 	}
 	w->emc_misses++;
 	flush_run(run, wid, w->tsc);
+	translate(F, in, &w->key[i], wid, &w->scratch, NULL);
+	if (!w->scratch.cacheable) {
+		w->uncacheable++;
+		return &w->scratch;
+	}
+	if (!emc_should_insert(w, gen, hash))
+		return &w->scratch;
 	p = emc_claim(w, gen, &w->key[i], hash);
-	translate(F, in, &w->key[i], wid, p, NULL);
-	if (p->cacheable)
-		return p;
-	w->emc[p - w->emc_prog].gen = gen - 1;  /* the slot holds nothing valid */
-	w->scratch = *p;
-	w->uncacheable++;
-	return &w->scratch;
+	memcpy(p, &w->scratch, prog_size(&w->scratch));
+	return p;
 }
 
 /* Pass 3 for one frame: what its program says, as the worker's decision in FB. */
