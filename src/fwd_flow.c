@@ -1366,14 +1366,14 @@ static const struct flow_prog *find_program(struct flow *F, struct flow_worker *
 	struct flow_prog *p;
 
 	if (likely(cached != NULL)) {
-		w->emc_hits++;
+		stats_add(&w->emc_hits, 1);
 		return cached;
 	}
-	w->emc_misses++;
+	stats_add(&w->emc_misses, 1);
 	flush_run(run, wid, w->tsc);
 	translate(F, in, &w->key[i], wid, &w->scratch, NULL);
 	if (!w->scratch.cacheable) {
-		w->uncacheable++;
+		stats_add(&w->uncacheable, 1);
 		return &w->scratch;
 	}
 	if (!emc_should_insert(w, gen, hash))

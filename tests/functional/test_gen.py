@@ -43,9 +43,9 @@ def test_paced_stream_through_patch(daemon: Daemon, workdir: Path) -> None:
     assert res["tx_packets"] > 0
     brief = {k: v for k, v in res.items() if k not in ("options", "streams", "latency_ns")}
     assert abs(res["offered_pps"] - 200_000) / 200_000 < 0.05, brief
-    assert res["rx_packets"] == res["tx_packets"], res
-    assert res["lost"] == 0 and res["reordered"] == 0
     stats = daemon.port_stats("br0")
+    assert res["rx_packets"] == res["tx_packets"], (res["port_stats"], res["lost"], stats)
+    assert res["lost"] == 0 and res["reordered"] == 0
     assert stats["in"]["rx_packets"] == res["tx_packets"]
     assert stats["in"]["rx_bytes"] == 124 * res["tx_packets"]     # 128 B frame less FCS
 
