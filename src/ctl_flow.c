@@ -325,7 +325,15 @@ json_t *ctl_dump_flows(json_t *params, struct ctl_error *e)
 	return o;
 }
 
-/* ---- groups ---- */
+/* ---- groups and meters ---- */
+
+/* The code for a refused add or mod of a group or meter, from fwd_flow's message. */
+static int set_error_code(const char *err, bool modify)
+{
+	if (!modify && strstr(err, "exists") != NULL)
+		return CTL_EXISTS;
+	return strstr(err, "does not exist") != NULL ? CTL_NOT_FOUND : CTL_INVALID_PARAMS;
+}
 
 static json_t *set_group(json_t *params, struct ctl_error *e, bool modify)
 {
@@ -345,9 +353,7 @@ static json_t *set_group(json_t *params, struct ctl_error *e, bool modify)
 			     g, err, sizeof(err)) != 0)
 		ctl_fail(e, CTL_INVALID_PARAMS, "%s", err);
 	else if (fwd_flow_group_set(s->fwd, g, modify, err, sizeof(err)) != 0)
-		ctl_fail(e, strstr(err, "exists") && !modify ? CTL_EXISTS :
-			 strstr(err, "does not exist") ? CTL_NOT_FOUND : CTL_INVALID_PARAMS,
-			 "%s", err);
+		ctl_fail(e, set_error_code(err, modify), "%s", err);
 	else
 		result = json_pack("{s:I}", "group_id", (json_int_t)g->id);
 	free(g);
@@ -431,9 +437,7 @@ static json_t *set_meter(json_t *params, struct ctl_error *e, bool modify)
 			     sizeof(err)) != 0)
 		return ctl_fail(e, CTL_INVALID_PARAMS, "%s", err);
 	if (fwd_flow_meter_set(s->fwd, &m, modify, err, sizeof(err)) != 0)
-		return ctl_fail(e, strstr(err, "exists") && !modify ? CTL_EXISTS :
-				strstr(err, "does not exist") ? CTL_NOT_FOUND : CTL_INVALID_PARAMS,
-				"%s", err);
+		return ctl_fail(e, set_error_code(err, modify), "%s", err);
 	return json_pack("{s:I}", "meter_id", (json_int_t)m.id);
 }
 

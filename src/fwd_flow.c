@@ -123,15 +123,13 @@ struct flow_meter {
 	} __rte_cache_aligned w[];
 };
 
-/* Published arrays, sorted by id, replaced as a whole. */
-struct flow_group_index {
+/* Groups or meters by id: sorted, replaced as a whole, binary-searched by workers. */
+struct flow_index {
 	unsigned int n;
-	struct flow_group *g[];
-};
-
-struct flow_meter_index {
-	unsigned int n;
-	struct flow_meter *m[];
+	struct flow_index_entry {
+		uint32_t id;
+		void *obj;
+	} e[];
 };
 
 struct flow_tables {
@@ -228,8 +226,8 @@ struct removed_record {
 
 struct flow {
 	struct flow_tables *tables;        /* atomic */
-	struct flow_group_index *groups;   /* atomic */
-	struct flow_meter_index *meters;   /* atomic */
+	struct flow_index *groups;         /* atomic: struct flow_group */
+	struct flow_index *meters;         /* atomic: struct flow_meter */
 	uint32_t gen;                      /* atomic: bumped on every change */
 	uint64_t present;                  /* atomic: ports attached */
 	uint64_t live;                     /* atomic: attached ports whose link is up */
@@ -262,17 +260,17 @@ static void bump_gen(struct flow *F)
 	__atomic_store_n(&F->gen, F->gen + 1, __ATOMIC_RELEASE);
 }
 
-static struct flow_group *group_find(const struct flow *F, uint32_t id)
+static void *index_find(struct flow_index *const *pi, uint32_t id)
 {
-	const struct flow_group_index *gi = __atomic_load_n(&F->groups, __ATOMIC_ACQUIRE);
-	unsigned int lo = 0, hi = gi->n;
+	const struct flow_index *x = __atomic_load_n(pi, __ATOMIC_ACQUIRE);
+	unsigned int lo = 0, hi = x->n;
 
 	while (lo < hi) {
 		unsigned int mid = (lo + hi) / 2;
 
-		if (gi->g[mid]->spec->id == id)
-			return gi->g[mid];
-		if (gi->g[mid]->spec->id < id)
+		if (x->e[mid].id == id)
+			return x->e[mid].obj;
+		if (x->e[mid].id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -280,22 +278,48 @@ static struct flow_group *group_find(const struct flow *F, uint32_t id)
 	return NULL;
 }
 
+static struct flow_group *group_find(const struct flow *F, uint32_t id)
+{
+	return index_find(&F->groups, id);
+}
+
 static struct flow_meter *meter_find(const struct flow *F, uint32_t id)
 {
-	const struct flow_meter_index *mi = __atomic_load_n(&F->meters, __ATOMIC_ACQUIRE);
-	unsigned int lo = 0, hi = mi->n;
+	return index_find(&F->meters, id);
+}
 
-	while (lo < hi) {
-		unsigned int mid = (lo + hi) / 2;
+/*
+ * Publishes index *PI with OBJ under ID, in place of what had that id (OBJ NULL: ID taken
+ * out). What leaves, and the old array, are freed after a grace period, OBJs with FREE_OBJ.
+ * -1, changing nothing, when no memory is left.
+ */
+static int index_publish(struct flow *F, struct flow_index **pi, uint32_t id, void *obj,
+			 void (*free_obj)(void *))
+{
+	struct flow_index *old = *pi;
+	struct flow_index *x = malloc(sizeof(*x) + (old->n + 1) * sizeof(x->e[0]));
+	bool placed = obj == NULL;
+	unsigned int i;
 
-		if (mi->m[mid]->spec.id == id)
-			return mi->m[mid];
-		if (mi->m[mid]->spec.id < id)
-			lo = mid + 1;
+	if (x == NULL)
+		return -1;
+	x->n = 0;
+	for (i = 0; i < old->n; i++) {
+		if (!placed && id <= old->e[i].id) {
+			x->e[x->n++] = (struct flow_index_entry){ id, obj };
+			placed = true;
+		}
+		if (old->e[i].id == id)
+			wk_defer(free_obj, old->e[i].obj);
 		else
-			hi = mid;
+			x->e[x->n++] = old->e[i];
 	}
-	return NULL;
+	if (!placed)
+		x->e[x->n++] = (struct flow_index_entry){ id, obj };
+	__atomic_store_n(pi, x, __ATOMIC_RELEASE);
+	wk_defer(free, old);
+	bump_gen(F);
+	return 0;
 }
 
 /* ---- translation: running the pipeline for a key ---- */
@@ -1633,6 +1657,14 @@ static void tables_free(void *arg)
 
 static void flow_destroy(void *state);
 
+static void group_free(void *arg)
+{
+	struct flow_group *g = arg;
+
+	free(g->spec);
+	free(g);
+}
+
 static void *flow_create(const json_t *params, char *err, size_t err_len)
 {
 	unsigned int n = wk_count() > 0 ? wk_count() : 1, i;
@@ -1647,8 +1679,8 @@ static void *flow_create(const json_t *params, char *err, size_t err_len)
 	F->name_id = __atomic_add_fetch(&flow_ids, 1, __ATOMIC_RELAXED);
 	F->hz = rte_get_tsc_hz();
 	F->last_second_tsc = rte_rdtsc();
-	F->groups = calloc(1, sizeof(struct flow_group_index));
-	F->meters = calloc(1, sizeof(struct flow_meter_index));
+	F->groups = calloc(1, sizeof(struct flow_index));
+	F->meters = calloc(1, sizeof(struct flow_index));
 	F->tables = tables_new(F);
 	F->learn = fwd_learn_ops.create(params, err, err_len);
 	if (F->groups == NULL || F->meters == NULL || F->tables == NULL || F->learn == NULL)
@@ -1700,15 +1732,13 @@ static void flow_destroy(void *state)
 	if (F->tables != NULL)
 		tables_free(F->tables);
 	if (F->groups != NULL) {
-		for (i = 0; i < F->groups->n; i++) {
-			free(F->groups->g[i]->spec);
-			free(F->groups->g[i]);
-		}
+		for (i = 0; i < F->groups->n; i++)
+			group_free(F->groups->e[i].obj);
 		free(F->groups);
 	}
 	if (F->meters != NULL) {
 		for (i = 0; i < F->meters->n; i++)
-			rte_free(F->meters->m[i]);
+			rte_free(F->meters->e[i].obj);
 		free(F->meters);
 	}
 	for (i = 0; i < F->removed_count; i++)
@@ -2304,46 +2334,6 @@ json_t *fwd_flow_dump(void *state, const struct flow_rule_spec *f, bool strict,
 
 /* ---- groups ---- */
 
-static void group_free(void *arg)
-{
-	struct flow_group *g = arg;
-
-	free(g->spec);
-	free(g);
-}
-
-/* Publishes the index with G put in (replacing its id's group) or ID taken out. */
-static int publish_groups(struct flow *F, struct flow_group *g, uint32_t remove_id)
-{
-	const struct flow_group_index *old = F->groups;
-	struct flow_group_index *gi = malloc(sizeof(*gi) + (old->n + 1) * sizeof(gi->g[0]));
-	unsigned int i;
-	bool placed = g == NULL;
-
-	if (gi == NULL)
-		return -1;
-	gi->n = 0;
-	for (i = 0; i < old->n; i++) {
-		uint32_t id = old->g[i]->spec->id;
-
-		if (!placed && g->spec->id <= id) {
-			gi->g[gi->n++] = g;
-			placed = true;
-		}
-		if ((g != NULL && id == g->spec->id) || id == remove_id) {
-			wk_defer(group_free, old->g[i]);
-			continue;
-		}
-		gi->g[gi->n++] = old->g[i];
-	}
-	if (!placed)
-		gi->g[gi->n++] = g;
-	__atomic_store_n(&F->groups, gi, __ATOMIC_RELEASE);
-	wk_defer(free, (void *)(uintptr_t)old);
-	bump_gen(F);
-	return 0;
-}
-
 int fwd_flow_group_set(void *state, const struct flow_group_spec *s, bool modify, char *err,
 		       size_t err_len)
 {
@@ -2378,7 +2368,7 @@ int fwd_flow_group_set(void *state, const struct flow_group_spec *s, bool modify
 	*g->spec = *s;
 	for (i = 0; i < s->n_buckets; i++)
 		g->total_weight += s->type == FLOW_GROUP_SELECT ? s->buckets[i].weight : 0;
-	if (publish_groups(F, g, FLOW_PORT_ANY) != 0) {
+	if (index_publish(F, &F->groups, g->spec->id, g, group_free) != 0) {
 		group_free(g);
 		snprintf(err, err_len, "out of memory");
 		return -1;
@@ -2393,7 +2383,7 @@ bool fwd_flow_group_del(void *state, uint32_t id)
 	bool any = false;
 
 	while (F->groups->n > 0) {
-		uint32_t gid = id == FLOW_PORT_ANY ? F->groups->g[0]->spec->id : id;
+		uint32_t gid = id == FLOW_PORT_ANY ? F->groups->e[0].id : id;
 
 		if (group_find(F, gid) == NULL)
 			break;
@@ -2406,7 +2396,7 @@ bool fwd_flow_group_del(void *state, uint32_t id)
 			fwd_flow_delete(F, f, false);
 			free(f);
 		}
-		publish_groups(F, NULL, gid);
+		index_publish(F, &F->groups, gid, NULL, group_free);
 		any = true;
 		if (id != FLOW_PORT_ANY)
 			break;
@@ -2417,12 +2407,12 @@ bool fwd_flow_group_del(void *state, uint32_t id)
 json_t *fwd_flow_group_dump(void *state, const struct flow_namer *nm)
 {
 	struct flow *F = state;
-	const struct flow_group_index *gi = F->groups;
+	const struct flow_index *gi = F->groups;
 	json_t *a = json_array();
 	unsigned int i, k;
 
 	for (i = 0; i < gi->n; i++) {
-		const struct flow_group *g = gi->g[i];
+		const struct flow_group *g = gi->e[i].obj;
 		uint64_t packets = 0, bytes = 0;
 		char text[4096];
 
@@ -2463,37 +2453,6 @@ static int meter_profile(const struct flow_meter_spec *s, struct rte_meter_srtcm
 	return 0;
 }
 
-static int publish_meters(struct flow *F, struct flow_meter *m, uint32_t remove_id)
-{
-	const struct flow_meter_index *old = F->meters;
-	struct flow_meter_index *mi = malloc(sizeof(*mi) + (old->n + 1) * sizeof(mi->m[0]));
-	unsigned int i;
-	bool placed = m == NULL;
-
-	if (mi == NULL)
-		return -1;
-	mi->n = 0;
-	for (i = 0; i < old->n; i++) {
-		uint32_t id = old->m[i]->spec.id;
-
-		if (!placed && m->spec.id <= id) {
-			mi->m[mi->n++] = m;
-			placed = true;
-		}
-		if ((m != NULL && id == m->spec.id) || id == remove_id) {
-			wk_defer(rte_free, old->m[i]);
-			continue;
-		}
-		mi->m[mi->n++] = old->m[i];
-	}
-	if (!placed)
-		mi->m[mi->n++] = m;
-	__atomic_store_n(&F->meters, mi, __ATOMIC_RELEASE);
-	wk_defer(free, (void *)(uintptr_t)old);
-	bump_gen(F);
-	return 0;
-}
-
 int fwd_flow_meter_set(void *state, const struct flow_meter_spec *s, bool modify, char *err,
 		       size_t err_len)
 {
@@ -2523,7 +2482,7 @@ int fwd_flow_meter_set(void *state, const struct flow_meter_spec *s, bool modify
 	}
 	for (i = 0; i < F->n_workers; i++)
 		rte_meter_srtcm_config(&m->w[i].rt, &m->profile);
-	if (publish_meters(F, m, FLOW_PORT_ANY) != 0) {
+	if (index_publish(F, &F->meters, m->spec.id, m, rte_free) != 0) {
 		rte_free(m);
 		snprintf(err, err_len, "out of memory");
 		return -1;
@@ -2537,7 +2496,7 @@ bool fwd_flow_meter_del(void *state, uint32_t id)
 	bool any = false;
 
 	while (F->meters->n > 0) {
-		uint32_t mid = id == FLOW_PORT_ANY ? F->meters->m[0]->spec.id : id;
+		uint32_t mid = id == FLOW_PORT_ANY ? F->meters->e[0].id : id;
 		unsigned int t;
 
 		if (meter_find(F, mid) == NULL)
@@ -2552,7 +2511,7 @@ bool fwd_flow_meter_del(void *state, uint32_t id)
 					remove_rule(F, (struct flow_rule *)c);
 			}
 		}
-		publish_meters(F, NULL, mid);
+		index_publish(F, &F->meters, mid, NULL, rte_free);
 		any = true;
 		if (id != FLOW_PORT_ANY)
 			break;
@@ -2563,12 +2522,12 @@ bool fwd_flow_meter_del(void *state, uint32_t id)
 json_t *fwd_flow_meter_dump(void *state)
 {
 	struct flow *F = state;
-	const struct flow_meter_index *mi = F->meters;
+	const struct flow_index *mi = F->meters;
 	json_t *a = json_array();
 	unsigned int i, k;
 
 	for (i = 0; i < mi->n; i++) {
-		const struct flow_meter *m = mi->m[i];
+		const struct flow_meter *m = mi->e[i].obj;
 		uint64_t p = 0, b = 0, dp = 0, db = 0;
 		char text[256];
 
