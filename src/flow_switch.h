@@ -31,7 +31,7 @@
 #define FLOW_EMC_INSERT_EVERY 16               /* a power of two (emc_should_insert) */
 #define FLOW_MF_ENTRIES 16384          /* per worker: the megaflow cache (flow_cache.h) */
 #define PROG_MAX_RULES 16
-#define PROG_MAX_EGRESS 8
+#define PROG_MAX_EGRESS 16
 #define PROG_MAX_MODS 24
 #define PROG_MAX_METERS 4
 #define PROG_MAX_GROUPS 8
@@ -119,6 +119,9 @@ struct flow_egress {
 	uint8_t reason;                    /* controller: 0 table miss, 1 action */
 	uint8_t table;                     /* controller: the table it was sent from */
 	uint16_t max_len;                  /* controller */
+	/* The meters noted before this egress was made: a meter that drops the frame stops
+	 * only the egresses made after it (OpenFlow runs instructions table by table). */
+	uint8_t meters_before;
 	uint64_t ports;                    /* EG_PORTS; the input's bit: an in_port output */
 	uint64_t cookie;                   /* controller */
 };
@@ -127,6 +130,8 @@ struct flow_prog {
 	uint16_t simple;                   /* one unchanged output to this port; or NOT_SIMPLE */
 	uint8_t n_rules, n_egress, n_mods, n_meters, n_groups;
 	uint8_t drop;                      /* the reason, when n_egress is 0 */
+	/* Egresses beyond PROG_MAX_EGRESS, left out: counted as copy_failed per frame. */
+	uint8_t lost_egress;
 	bool cacheable;
 	/* Depends on no header field, only on the input port (rules on in_port alone): every
 	 * frame of a burst has it, so the burst is decided by its first frame. */

@@ -96,12 +96,14 @@ static struct flow_egress *egress(struct xlate *x, uint8_t kind)
 		for (i = 0; i < p->n_egress; i++) {
 			e = &p->eg[i];
 			if (e->kind == EG_PORTS && e->mod_start == x->cur_start &&
-			    e->n_mods == x->cur_n)
+			    e->n_mods == x->cur_n && e->meters_before == p->n_meters)
 				return e;
 		}
 	if (p->n_egress == PROG_MAX_EGRESS) {
-		tr_printf(x, "too many different outputs (%d): this one is left out",
+		tr_printf(x, "too many different outputs (%d): this one is left out (copy_failed)",
 			  PROG_MAX_EGRESS);
+		if (p->lost_egress < UINT8_MAX)
+			p->lost_egress++;
 		return NULL;
 	}
 	e = &p->eg[p->n_egress++];
@@ -109,6 +111,7 @@ static struct flow_egress *egress(struct xlate *x, uint8_t kind)
 	e->kind = kind;
 	e->mod_start = x->cur_start;
 	e->n_mods = x->cur_n;
+	e->meters_before = p->n_meters;
 	return e;
 }
 
@@ -627,7 +630,7 @@ void flow_translate(const struct flow *F, uint16_t in, const struct flow_key *k,
 	memset(&x.wc, 0, sizeof(x.wc));
 	unsigned int table = 0;
 
-	p->n_rules = p->n_egress = p->n_mods = p->n_meters = p->n_groups = 0;
+	p->n_rules = p->n_egress = p->n_mods = p->n_meters = p->n_groups = p->lost_egress = 0;
 	p->cacheable = true;
 	p->drop = STATS_DROP_ACTION_DROP;
 	for (;;) {
@@ -675,8 +678,8 @@ void flow_translate(const struct flow *F, uint16_t in, const struct flow_key *k,
 	if (wc != NULL)
 		megaflow_mask(&x, wc);
 	p->simple = PROG_NOT_SIMPLE;
-	if (p->n_meters == 0 && p->n_egress == 1 && p->eg[0].kind == EG_PORTS &&
-	    p->eg[0].n_mods == 0 && __builtin_popcountll(p->eg[0].ports) == 1)
+	if (p->n_meters == 0 && p->lost_egress == 0 && p->n_egress == 1 &&
+	    p->eg[0].kind == EG_PORTS && p->eg[0].n_mods == 0 && __builtin_popcountll(p->eg[0].ports) == 1)
 		p->simple = (uint16_t)__builtin_ctzll(p->eg[0].ports);
 }
 

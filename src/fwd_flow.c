@@ -226,11 +226,11 @@ static void send_copy(struct flow_worker *w, const struct flow_egress *e, uint16
 
 /* The egress that gets the received mbuf itself: one to ports without changes if there
  * is one, else one to the controller without changes, else the last. */
-static unsigned int pick_carrier(const struct flow_prog *p)
+static unsigned int pick_carrier(const struct flow_prog *p, unsigned int n_eg)
 {
-	unsigned int j, fallback = p->n_egress - 1;
+	unsigned int j, fallback = n_eg - 1;
 
-	for (j = 0; j < p->n_egress; j++) {
+	for (j = 0; j < n_eg; j++) {
 		if (p->eg[j].n_mods != 0)
 			continue;
 		if (p->eg[j].kind == EG_PORTS)
@@ -248,14 +248,14 @@ static unsigned int pick_carrier(const struct flow_prog *p)
  * anything is changed. The bridge (`normal`) may retag a frame in place, so it counts as
  * changing it.
  */
-static void run_general(struct flow_worker *w, const struct flow_prog *p, uint16_t in,
-			struct rte_mbuf *m, uint16_t i, struct fwd_burst *fb)
+static void run_general(struct flow_worker *w, const struct flow_prog *p, unsigned int n_eg,
+			uint16_t in, struct rte_mbuf *m, uint16_t i, struct fwd_burst *fb)
 {
 	struct rte_mbuf *c[PROG_MAX_EGRESS];
-	unsigned int j, carrier = pick_carrier(p);
+	unsigned int j, carrier = pick_carrier(p, n_eg);
 	bool carrier_changes = p->eg[carrier].n_mods != 0 || p->eg[carrier].kind == EG_NORMAL;
 
-	for (j = 0; j < p->n_egress; j++) {
+	for (j = 0; j < n_eg; j++) {
 		if (j == carrier)
 			continue;
 		if (p->eg[j].n_mods == 0 && p->eg[j].kind != EG_NORMAL && !carrier_changes) {
@@ -269,7 +269,7 @@ static void run_general(struct flow_worker *w, const struct flow_prog *p, uint16
 			apply_mods(p, &p->eg[j], c[j]);
 	}
 	apply_mods(p, &p->eg[carrier], m);
-	for (j = 0; j < p->n_egress; j++)
+	for (j = 0; j < n_eg; j++)
 		if (j != carrier && c[j] != NULL)
 			send_copy(w, &p->eg[j], in, c[j], i, fb);
 	carry(w, &p->eg[carrier], in, m, i, fb);
@@ -525,23 +525,32 @@ static inline void run_program(struct flow_worker *w, unsigned int wid,
 			       const struct flow_prog *p, uint16_t in, struct rte_mbuf *m,
 			       uint16_t i, struct fwd_burst *fb)
 {
-	unsigned int j;
+	unsigned int j, n_eg = p->n_egress;
 
 	if (likely(p->simple != PROG_NOT_SIMPLE)) {     /* a simple program has no meter */
 		fb->out[i] = p->simple;
 		return;
 	}
+	if (unlikely(p->lost_egress != 0))
+		stats_add(&w->copy_failed, p->lost_egress);
+	/* The first meter that drops the frame stops what came after it; the egresses made
+	 * before it (in earlier tables) are a prefix of the program's. */
 	for (j = 0; j < p->n_meters; j++)
 		if (!meter_pass(p->meters[j], w, wid, m)) {
-			fb->out[i] = FWD_OUT_DROP;
-			fb->drop[i] = STATS_DROP_METER;
-			return;
+			while (n_eg > 0 && p->eg[n_eg - 1].meters_before > j)
+				n_eg--;
+			if (n_eg == 0) {
+				fb->out[i] = FWD_OUT_DROP;
+				fb->drop[i] = STATS_DROP_METER;
+				return;
+			}
+			break;
 		}
-	if (p->n_egress == 0) {
+	if (n_eg == 0) {
 		fb->out[i] = FWD_OUT_DROP;
 		fb->drop[i] = p->drop;
 	} else {
-		run_general(w, p, in, m, i, fb);
+		run_general(w, p, n_eg, in, m, i, fb);
 	}
 }
 

@@ -744,11 +744,6 @@ def test_group_select_flow_stays_when_ttl_or_ecn_change(taps: FlowTaps) -> None:
         assert not moved, (ttl, tos, moved)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fwd_flow.c applies every meter a program noted before any of its outputs "
-    "(run_program), so a meter of table 1 also drops what table 0 already sent; each "
-    "egress would have to remember how many meters came before it (and egress() merge "
-    "only egresses of the same count): a change to the hot path left to the lead"))
 def test_meter_in_a_later_table_spares_earlier_outputs(daemon: Daemon) -> None:
     """OpenFlow runs instructions table by table: an output in table 0 has happened before
     a meter of table 1 is applied, so the meter limits only what table 1 sends."""
