@@ -276,14 +276,19 @@ VERBS: tuple[Verb, ...] = (
     Verb("add-port", "create a port from a spec and add it to a switch",
          "Create the DPDK device described by SPEC, start it and add it to SWITCH as port "
          "NAME. SPEC is KIND:key=value,... and is passed to the daemon as it is (see "
-         "docs/ports.md). Port names are unique in the daemon, not only in their switch.",
+         "docs/ports.md). Port names are unique in the daemon, not only in their switch. "
+         "The port's OpenFlow number (1..64, `show`) is the one it had before in this "
+         "switch if it is free, else the lowest never used, else the one freed longest "
+         "ago; --ofport asks for a number.",
          ("add-port br0 vm1 vhost-user:server,path=/run/sluice/vm1.sock",
           "add-port br0 vm2 vhost-user:client,path=/var/lib/vms/vm2.sock",
-          "add-port br0 nic0 pci:0000:03:00.0"),
+          "add-port br0 nic0 pci:0000:03:00.0 --ofport 10"),
          (SWITCH,
           Arg("name", "the new port's name (same rules as switch names)", metavar="NAME"),
           Arg("spec", "KIND:key=value,... e.g. tap:name=sl0, memif:server,socket=/tmp/m.sock",
-              metavar="SPEC"))),
+              metavar="SPEC"),
+          Arg("ofport", "the OpenFlow port number it must have (1..64, free)", option="--ofport",
+              metavar="N", type=int))),
     Verb("del-port", "stop and remove a port",
          "Remove port NAME from SWITCH (its link goes too), stop and remove its device.",
          ("del-port br0 vm1",),

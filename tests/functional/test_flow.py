@@ -754,9 +754,11 @@ def test_meter_in_a_later_table_spares_earlier_outputs(daemon: Daemon) -> None:
     d.call("add-port", switch="m", name="gen", spec="null:rx=1")
     d.call("add-meter", switch="m", meter="meter=1,pktps,burst,bands=type=drop,rate=100,"
            "burst_size=10")
+    # Table 1 first: frames that pass table 0 must always find the meter there (add-flows
+    # installs rule by rule, and the generator runs meanwhile).
     d.call("add-flows", switch="m", flows=[
-        "table=0,in_port=gen,actions=output:early,goto_table:1",
-        "table=1,actions=meter:1,output:late"])
+        "table=1,actions=meter:1,output:late",
+        "table=0,in_port=gen,actions=output:early,goto_table:1"])
     wait_for(lambda: d.port_stats("m")["gen"]["rx_packets"] > 100_000, 10)
     d.call("del-port", switch="m", name="gen")
     st = d.port_stats("m")
