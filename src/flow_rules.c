@@ -328,6 +328,11 @@ bool flow_tick(void *state)
 
 	drain_pins(F);
 	check_links(F);
+	/* Meters are shared out among the workers anew ten times a second. */
+	if (now - F->last_balance_tsc >= F->hz / 10) {
+		F->last_balance_tsc = now;
+		flow_meters_balance(F);
+	}
 	if (now - F->last_second_tsc >= F->hz) {
 		unsigned int i;
 
@@ -861,20 +866,82 @@ json_t *fwd_flow_group_dump(void *state, const struct flow_namer *nm)
 }
 /* ---- meters ---- */
 
-static int meter_profile(const struct flow_meter_spec *s, struct rte_meter_srtcm_profile *p,
-			 char *err, size_t err_len)
+/* The profile of NUM/DEN of meter S's rate and burst; -1 when it cannot be metered. */
+static int meter_share_profile(const struct flow_meter_spec *s, uint64_t num, uint64_t den,
+			       struct rte_meter_srtcm_profile *p)
 {
 	/* A packets-per-second meter counts each packet as one byte (meter_pass). */
 	bool pps = s->flags & FLOW_METER_PKTPS;
 	uint64_t cir = pps ? s->rate : (uint64_t)s->rate * 1000 / 8;
 	uint64_t burst = s->burst != 0 ? s->burst : RTE_MAX(s->rate / 10, 1u);
 	struct rte_meter_srtcm_params params = {
-		.cir = cir,
-		.cbs = pps ? burst : burst * 1000 / 8,
+		.cir = RTE_MAX(cir * num / den, UINT64_C(1)),
+		.cbs = RTE_MAX((pps ? burst : burst * 1000 / 8) * num / den, UINT64_C(1)),
 		.ebs = 0,
 	};
 
-	if (s->rate == 0 || params.cbs == 0 || rte_meter_srtcm_profile_config(p, &params) != 0) {
+	if (s->rate == 0 || cir == 0 || rte_meter_srtcm_profile_config(p, &params) != 0)
+		return -1;
+	return 0;
+}
+
+/* Publishes PROFILE as worker W's share of M (meter_share reads it). */
+static void set_share(struct flow_meter_worker *w, const struct rte_meter_srtcm_profile *p)
+{
+	uint32_t seq = w->seq;
+
+	__atomic_store_n(&w->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&w->share.cbs, p->cbs, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->share.ebs, p->ebs, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->share.cir_period, p->cir_period, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->share.cir_bytes_per_period, p->cir_bytes_per_period,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&w->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/*
+ * Each worker's share of each meter: what it saw since the last balance, plus 1/32 of
+ * an even share (so that a worker whose traffic just starts is not starved), over the sum.
+ * One worker keeps the whole rate.
+ */
+void flow_meters_balance(struct flow *F)
+{
+	const struct flow_index *x = F->meters;
+	unsigned int i, k, n = F->n_workers;
+
+	if (n < 2)
+		return;
+	for (i = 0; i < x->n; i++) {
+		struct flow_meter *m = x->e[i].obj;
+		bool pps = m->spec.flags & FLOW_METER_PKTPS;
+		uint64_t demand[WK_MAX_WORKERS], total = 0, floor, sum = 0;
+
+		for (k = 0; k < n; k++) {
+			uint64_t now = stats_read(pps ? &m->w[k].packets : &m->w[k].bytes);
+
+			demand[k] = now - m->w[k].seen;
+			m->w[k].seen = now;
+			total += demand[k];
+		}
+		floor = total / (32 * n) + 1;
+		for (k = 0; k < n; k++)
+			sum += demand[k] + floor;
+		for (k = 0; k < n; k++) {
+			struct rte_meter_srtcm_profile p;
+
+			if (meter_share_profile(&m->spec, demand[k] + floor, sum, &p) == 0)
+				set_share(&m->w[k], &p);
+		}
+	}
+}
+
+static int meter_profile(const struct flow_meter_spec *s, struct rte_meter_srtcm_profile *p,
+			 char *err, size_t err_len)
+{
+	uint64_t burst = s->burst != 0 ? s->burst : RTE_MAX(s->rate / 10, 1u);
+
+	if (meter_share_profile(s, 1, 1, p) != 0) {
 		snprintf(err, err_len, "meter %u: a rate of %u with a burst of %" PRIu64
 			 " cannot be metered", s->id, s->rate, burst);
 		return -1;
@@ -909,8 +976,15 @@ int fwd_flow_meter_set(void *state, const struct flow_meter_spec *s, bool modify
 		rte_free(m);
 		return -1;
 	}
-	for (i = 0; i < F->n_workers; i++)
-		rte_meter_srtcm_config(&m->w[i].rt, &m->profile);
+	/* An even share each until the first balance. */
+	for (i = 0; i < F->n_workers; i++) {
+		struct rte_meter_srtcm_profile share = m->profile;
+
+		if (F->n_workers > 1)
+			meter_share_profile(s, 1, F->n_workers, &share);
+		m->w[i].share = share;
+		rte_meter_srtcm_config(&m->w[i].rt, &share);
+	}
 	if (index_publish(F, &F->meters, m->spec.id, m, rte_free) != 0) {
 		rte_free(m);
 		snprintf(err, err_len, "out of memory");

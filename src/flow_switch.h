@@ -80,13 +80,25 @@ struct flow_group {
 	struct flow_counts counts[];
 };
 
+/*
+ * A meter. Each worker meters the frames it receives with a share of the rate (and burst):
+ * the control thread divides the rate among the workers in proportion to what each saw in
+ * the last tick (flow_meters_balance), so that all workers together pass the meter's rate,
+ * not one rate each. A worker's share is written under a sequence count (odd while being
+ * written) and read without locks (meter_share in fwd_flow.c).
+ */
+struct flow_meter_worker {
+	struct rte_meter_srtcm rt;
+	uint64_t packets, bytes, dropped_packets, dropped_bytes;
+	uint32_t seq;                      /* atomic: odd while share is written */
+	struct rte_meter_srtcm_profile share;   /* each word atomic */
+	uint64_t seen;                     /* control thread: demand at the last balance */
+} __rte_cache_aligned;
+
 struct flow_meter {
 	struct flow_meter_spec spec;
-	struct rte_meter_srtcm_profile profile;
-	struct {
-		struct rte_meter_srtcm rt;
-		uint64_t packets, bytes, dropped_packets, dropped_bytes;
-	} __rte_cache_aligned w[];
+	struct rte_meter_srtcm_profile profile;   /* the whole rate */
+	struct flow_meter_worker w[];
 };
 
 /* Groups or meters by id: sorted, replaced as a whole, binary-searched by workers. */
@@ -208,7 +220,7 @@ struct flow {
 
 	/* control thread only */
 	unsigned int n_workers, name_id, table_seq;
-	uint64_t hz, last_second_tsc;
+	uint64_t hz, last_second_tsc, last_balance_tsc;
 	unsigned int n_timed;              /* rules with a timeout */
 	struct pin_record pins[FLOW_PIN_KEEP];
 	unsigned int pin_head, pin_count;
@@ -265,22 +277,6 @@ struct xlate_trace {
 	int indent;
 };
 
-
-/* flow_xlate.c */
-
-/* Appends a line (indented) to T's explanation; nothing when T is NULL. */
-void flow_trace_printf(struct xlate_trace *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* flow_rules.c */
-
-/* An empty set of tables; NULL when out of memory. */
-struct flow_tables *tables_new(struct flow *F);
-/* Frees a set of tables and its rules (after a grace period: wk_defer). */
-void tables_free(void *arg);
-/* Takes the packet-ins the workers queued into the control side's records. */
-void drain_pins(struct flow *F);
-
 /* flow_xlate.c */
 
 /*
@@ -304,6 +300,8 @@ struct flow_tables *tables_new(struct flow *F);
 void tables_free(void *arg);
 /* Takes the packet-ins the workers queued into the control side's records. */
 void drain_pins(struct flow *F);
+/* Divides each meter's rate among the workers by what each saw since the last call. */
+void flow_meters_balance(struct flow *F);
 
 /* Frees a group (after a grace period: wk_defer). */
 void group_free(void *arg);

@@ -71,13 +71,32 @@ static unsigned int flow_ids;
 
 /* ---- running programs ---- */
 
+/* This worker's share of a meter's rate (flow_switch.h), read without a lock. */
+static inline void meter_share(const struct flow_meter_worker *mw,
+			       struct rte_meter_srtcm_profile *out)
+{
+	uint32_t seq;
+
+	do {
+		seq = __atomic_load_n(&mw->seq, __ATOMIC_ACQUIRE);
+		out->cbs = __atomic_load_n(&mw->share.cbs, __ATOMIC_RELAXED);
+		out->ebs = __atomic_load_n(&mw->share.ebs, __ATOMIC_RELAXED);
+		out->cir_period = __atomic_load_n(&mw->share.cir_period, __ATOMIC_RELAXED);
+		out->cir_bytes_per_period = __atomic_load_n(&mw->share.cir_bytes_per_period,
+							    __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	} while ((seq & 1) != 0 || seq != __atomic_load_n(&mw->seq, __ATOMIC_RELAXED));
+}
+
 static bool meter_pass(struct flow_meter *m, struct flow_worker *w, unsigned int wid,
 		       const struct rte_mbuf *pkt)
 {
 	uint32_t len = m->spec.flags & FLOW_METER_PKTPS ? 1 : pkt->pkt_len;
-	enum rte_color c = rte_meter_srtcm_color_blind_check(&m->w[wid].rt, &m->profile, w->tsc,
-							      len);
+	struct rte_meter_srtcm_profile share;
+	enum rte_color c;
 
+	meter_share(&m->w[wid], &share);
+	c = rte_meter_srtcm_color_blind_check(&m->w[wid].rt, &share, w->tsc, len);
 	stats_add(&m->w[wid].packets, 1);
 	stats_add(&m->w[wid].bytes, pkt->pkt_len);
 	if (c == RTE_COLOR_GREEN)
