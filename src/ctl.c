@@ -29,6 +29,7 @@
 #include "log.h"
 #include "notify.h"
 #include "port.h"
+#include "rxq.h"
 #include "state.h"
 #include "switch.h"
 
@@ -819,6 +820,7 @@ int ctl_serve(void)
 		if (now - last_links >= CTL_LINK_MS) {
 			refresh_links();
 			close_idle_clients();
+			rxq_tick();
 			last_links = now;
 		}
 	}

@@ -17,6 +17,7 @@
 
 #include "ctl.h"
 #include "ctl_flow.h"
+#include "ctl_rxq.h"
 #include "fwd_flow.h"
 #include "fwd_learn.h"
 #include "log.h"
@@ -212,9 +213,11 @@ static json_t *port_json(struct port *p)
 	char mac[RTE_ETHER_ADDR_FMT_SIZE];
 	const char *peer = port_peer_name(p);
 
+	json_t *o;
+
 	port_refresh_link(p);
 	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
-	return json_pack("{ss ss si si si ss ss ss si ss so ss si si sb}",
+	o = json_pack("{ss ss si si si ss ss ss si ss so ss si si sb}",
 			 "name", p->name, "switch", p->sw->name, "id", p->id,
 			 "ofport", (int)p->sw_index + 1,
 			 "generation", (json_int_t)p->generation, "spec", p->spec,
@@ -222,6 +225,8 @@ static json_t *port_json(struct port *p)
 			 "ethdev", p->ethdev == PORT_NO_ETHDEV ? -1 : (int)p->ethdev, "link", port_link_is_up(p) ? "up" : "down",
 			 "peer", peer ? json_string(peer) : json_null(), "mac", mac,
 			 "worker", p->worker, "mtu", (int)p->mtu, "mtu_set", p->mtu_set);
+	json_object_set_new(o, "rx_queues", json_integer(p->n_rxq));
+	return o;
 }
 
 static json_t *drops_json(const struct port_totals *t)
@@ -1145,6 +1150,10 @@ static const struct {
 	{ "trace", ctl_trace, SAVE_NO },
 	{ "packet-ins", ctl_packet_ins, SAVE_NO },
 	{ "flows-removed", ctl_flows_removed, SAVE_NO },
+	{ "show-rxqs", ctl_show_rxqs, SAVE_NO },
+	{ "set-rxq", ctl_set_rxq, SAVE_NO },
+	{ "rebalance", ctl_rebalance, SAVE_NO },
+	{ "set-rebalance", ctl_set_rebalance, SAVE_NO },
 };
 
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)

@@ -29,6 +29,7 @@
 #include "path_policy.h"
 #include "port.h"
 #include "sluice_version.h"
+#include "rxq.h"
 #include "worker.h"
 
 #define DEFAULT_SOCKET "/run/sluice/sluiced.sock"
@@ -49,6 +50,7 @@ struct options {
 	struct port_config ports;
 	struct wk_config workers;
 	struct ctl_config ctl;
+	struct rxq_settings rxq;
 };
 
 static void usage(FILE *f)
@@ -83,6 +85,10 @@ static void usage(FILE *f)
 "                       (default 32767)\n"
 "  --rx-desc N          receive descriptors per port (default 1024)\n"
 "  --tx-desc N          transmit descriptors per port and worker (default 1024)\n"
+"  --rxq-assign MODE    where a new receive queue goes: roundrobin (the worker with the\n"
+"                       fewest queues, default) or cycles (the least measured load)\n"
+"  --auto-rebalance     move receive queues when one worker is overloaded and another\n"
+"                       is not (docs/cores.md; sluicectl set-rebalance changes it)\n"
 "  --pci                let PCI ports be added (default: no PCI bus scan)\n"
 "  --port-dir DIR       files and sockets in port specs must lie under DIR (symlinks\n"
 "                       resolved); repeat for more directories (default: anywhere,\n"
@@ -118,7 +124,7 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
        O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR, O_CLIENT_IDLE, O_STATE, O_NO_STATE,
-       O_SETUP_TIMEOUT, O_SOCKET_GROUP };
+       O_SETUP_TIMEOUT, O_SOCKET_GROUP, O_RXQ_ASSIGN, O_AUTO_REBALANCE };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
@@ -135,6 +141,13 @@ static int parse_one(struct options *o, int c, const char *arg)
 	case O_PREFIX: o->file_prefix = arg; return 0;
 	case O_WORKER_CPUS: o->worker_cpus = arg; return 0;
 	case O_PCI: o->pci = true; return 0;
+	case O_AUTO_REBALANCE: o->rxq.auto_lb = true; return 0;
+	case O_RXQ_ASSIGN:
+		if (rxq_assign_parse(arg, &o->rxq.assign) == 0)
+			return 0;
+		fprintf(stderr, "sluiced: --rxq-assign must be roundrobin or cycles, not '%s'\n",
+			arg);
+		return -1;
 	case O_PORT_DIR:
 		if (path_policy_allow_dir(arg, err, sizeof(err)) == 0)
 			return 0;
@@ -184,6 +197,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "rx-desc", required_argument, NULL, O_RXD },
 		{ "tx-desc", required_argument, NULL, O_TXD },
 		{ "pci", no_argument, NULL, O_PCI },
+		{ "rxq-assign", required_argument, NULL, O_RXQ_ASSIGN },
+		{ "auto-rebalance", no_argument, NULL, O_AUTO_REBALANCE },
 		{ "port-dir", required_argument, NULL, O_PORT_DIR },
 		{ "client-idle-timeout", required_argument, NULL, O_CLIENT_IDLE },
 		{ "port-setup-timeout", required_argument, NULL, O_SETUP_TIMEOUT },
@@ -398,6 +413,7 @@ static int run(const struct options *o)
 	ctl_init(&o->ctl);
 	if (wk_init(rte_lcore_count() - 1, &o->workers) != 0 || wk_start() != 0)
 		return 1;
+	rxq_init(&o->rxq);
 	if (ctl_listen(o->socket) != 0)
 		goto stop;
 	if (configure(o) != 0)
@@ -424,6 +440,8 @@ int main(int argc, char **argv)
 			   .setup_timeout_s = 30 },
 		.workers = { .burst = 32, .idle_sleep_us = 50 },
 		.ctl = { .idle_timeout_s = 60 },
+		.rxq = { .assign = RXQ_ASSIGN_ROUNDROBIN, .interval_s = 60, .load_threshold = 95,
+			 .improvement = 25 },
 	};
 	char *eal[MAX_EAL_ARGS], lcores[512];
 	int first, n, rc;

@@ -151,15 +151,17 @@ static int setup_queues(struct port *p, const struct rte_eth_dev_info *info, cha
 		return -1;
 	}
 	rte_eth_dev_adjust_nb_rx_tx_desc(p->ethdev, &rxd, &txd);
-	/* What the port can hold: a full receive ring, every transmit queue's ring, a burst. */
-	p->pool_need = rxd + (unsigned int)txd * config.n_workers + FWD_MAX_BURST;
+	/* What the port can hold: every receive ring, every transmit queue's ring, a burst. */
+	p->pool_need = (unsigned int)rxd * p->n_rxq + (unsigned int)txd * config.n_workers +
+		       FWD_MAX_BURST;
 	p->pool = pool_reserve(socket, p->pool_need);
 	if (p->pool == NULL) {
 		snprintf(err, err_len, "no memory for %u more packet buffers (hugepages exhausted?)",
 			 p->pool_need);
 		return -1;
 	}
-	rc = rte_eth_rx_queue_setup(p->ethdev, 0, rxd, socket, NULL, p->pool);
+	for (q = 0, rc = 0; rc == 0 && q < p->n_rxq; q++)
+		rc = rte_eth_rx_queue_setup(p->ethdev, (uint16_t)q, rxd, socket, NULL, p->pool);
 	for (q = 0; rc == 0 && q < config.n_workers; q++)
 		rc = rte_eth_tx_queue_setup(p->ethdev, q, txd, socket, NULL);
 	if (rc != 0)
@@ -295,7 +297,12 @@ static int configure_device(struct port *p, char *err, size_t err_len)
 						  port_lsc_event, p) == 0)
 			p->lsc_callback = true;
 	}
-	rc = rte_eth_dev_configure(p->ethdev, 1, config.n_workers, &conf);
+	if (p->n_rxq > info.max_rx_queues) {
+		snprintf(err, err_len, "queues=%u: the device has %u receive queues", p->n_rxq,
+			 info.max_rx_queues);
+		return -1;
+	}
+	rc = rte_eth_dev_configure(p->ethdev, p->n_rxq, config.n_workers, &conf);
 	if (rc != 0) {
 		snprintf(err, err_len, "device configure failed: %s", rte_strerror(-rc));
 		return -1;
@@ -510,6 +517,7 @@ static struct port *port_prepare(const char *name, const char *spec, enum port_e
 {
 	char unique[16];
 	struct port *p;
+	unsigned int q;
 	int slot;
 
 	if (port_find(name) != NULL) {
@@ -536,18 +544,14 @@ static struct port *port_prepare(const char *name, const char *spec, enum port_e
 		rte_free(p);
 		return NULL;
 	}
-	if (p->ps.rx_queues > 1) {
-		/* A worker polls one receive queue per port; sluice-gen opens more. */
-		snprintf(err, err_len, "memif rx_queues=%u: sluiced receives on one queue per "
-			 "port (not yet more)", p->ps.rx_queues);
-		rte_free(p);
-		return NULL;
-	}
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->spec, sizeof(p->spec), "%s", spec);
 	p->id = (uint16_t)(slot + 1);
 	p->generation = port_generation[slot] + 1;
 	p->worker = -1;
+	p->n_rxq = (uint16_t)(p->ps.rx_queues > 1 ? p->ps.rx_queues : 1);
+	for (q = 0; q < PORT_MAX_RXQ; q++)
+		p->rxq_worker[q] = -1;
 	return p;
 }
 

@@ -26,8 +26,20 @@
 #define PORT_NAME_LEN 32
 #define WK_MAX_WORKERS 16
 #define PORT_NO_ETHDEV UINT16_MAX
+#define PORT_MAX_RXQ PORTSPEC_MAX_QUEUES   /* receive queues of one port (queues=) */
 
 struct sw;
+
+/*
+ * One receive queue's share of the work (docs/cores.md): written only by the worker that
+ * polls the queue, a different one after a move (rxq.c), never two at once (worker.c,
+ * wk_move_rxq). A cache line each, so that two workers polling two queues of one port do
+ * not share one.
+ */
+struct port_rxq {
+	uint64_t cycles;              /* TSC cycles spent receiving and serving its bursts */
+	uint64_t packets;
+} __rte_cache_aligned;
 
 struct port {
 	/* read by workers */
@@ -43,6 +55,7 @@ struct port {
 	struct sw *sw;
 	bool link_up;                 /* atomic access */
 	struct port_counters counters[WK_MAX_WORKERS];
+	struct port_rxq rxq[PORT_MAX_RXQ];
 
 	/* control thread only */
 	uint16_t id;                  /* slot number, 1..PORT_MAX */
@@ -53,7 +66,10 @@ struct port {
 	struct rte_ether_addr mac;
 	unsigned int mtu;             /* the port's MTU (docs/ports.md) */
 	bool mtu_set;                 /* changed by set-port (the state file keeps it) */
-	int worker;                   /* worker polling its receive queue; -1 if none */
+	int worker;                   /* worker polling its receive queue 0; -1 if none */
+	uint16_t n_rxq;               /* receive queues (queues=, default 1) */
+	int rxq_worker[PORT_MAX_RXQ]; /* worker polling each; -1 if none */
+	bool rxq_pinned[PORT_MAX_RXQ];/* set-rxq --pin: the automatic re-balance leaves it */
 	bool lsc_callback;            /* a link-state callback is registered */
 	struct port_totals baseline;  /* subtracted from the counters: clear-stats */
 	uint64_t baseline_missed;     /* the same for the device's own miss counter */
@@ -149,6 +165,15 @@ static inline uint16_t port_rx_burst(const struct port *p, struct rte_mbuf **pkt
 	if (p->afp != NULL)
 		return afp_rx_burst(p->afp, pkts, n);
 	return rte_eth_rx_burst(p->ethdev, 0, pkts, n);
+}
+
+/* The same from receive queue Q; queues beyond 0 exist only on ethdev ports (queues=). */
+static inline uint16_t port_rx_burst_queue(const struct port *p, uint16_t q,
+					   struct rte_mbuf **pkts, uint16_t n)
+{
+	if (q == 0)
+		return port_rx_burst(p, pkts, n);
+	return rte_eth_rx_burst(p->ethdev, q, pkts, n);
 }
 
 static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rte_mbuf **pkts,

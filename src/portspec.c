@@ -32,13 +32,14 @@ struct kind_def {
 	const char *name;
 	const char *driver;       /* vdev driver name; NULL for PCI */
 	bool has_role;            /* accepts bare "server"/"client" */
-	struct key_def keys[8];   /* terminated by key == NULL */
+	struct key_def keys[10];  /* terminated by key == NULL */
 };
 
 static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 	[PORTSPEC_VHOST_USER] = { "vhost-user", "net_vhost", true, {
 		{ "path", V_PATH, true, 0, 0 },
 		{ "role", V_ROLE, false, 0, 0 },
+		{ "queues", V_UINT, false, 1, PORTSPEC_MAX_QUEUES },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_VIRTIO_USER] = { "virtio-user", "net_virtio_user", true, {
 		{ "path", V_PATH, true, 0, 0 },
@@ -46,10 +47,12 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "server", V_BOOL, false, 0, 0 },
 		{ "queue_size", V_UINT, false, 64, 4096 },
 		{ "mac", V_MAC, false, 0, 0 },
+		{ "queues", V_UINT, false, 1, PORTSPEC_MAX_QUEUES },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_AF_XDP] = { "af_xdp", "net_af_xdp", false, {
 		{ "iface", V_IFNAME, true, 0, 0 },
 		{ "queue", V_UINT, false, 0, 1023 },
+		{ "queues", V_UINT, false, 1, PORTSPEC_MAX_QUEUES },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_AF_PACKET] = { "af_packet", "net_af_packet", false, {
 		{ "iface", V_IFNAME, true, 0, 0 },
@@ -65,6 +68,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "mac", V_MAC, false, 0, 0 },
 		{ "ring_size", V_UINT, false, 2, 16384 },
 		{ "rx_queues", V_UINT, false, 1, PORTSPEC_MEMIF_MAX_RX_QUEUES },
+		{ "queues", V_UINT, false, 1, PORTSPEC_MAX_QUEUES },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_PCAP] = { "pcap", "net_pcap", false, {
 		{ "rx", V_PATH, false, 0, 0 },
@@ -306,6 +310,10 @@ static int validate_items(const struct kind_def *k, const struct item *items, un
 
 	for (i = 0; i < n; i++) {
 		d = find_key(k, items[i].key);
+		if (d == NULL && strcmp(items[i].key, "queues") == 0)
+			return fail(err, len, "%s: 'queues' is not supported: this kind receives on "
+				    "one queue (queues= works on vhost-user, virtio-user, memif and "
+				    "af_xdp)", k->name);
 		if (d == NULL)
 			return fail(err, len, "%s: unknown key '%s'", k->name, items[i].key);
 		for (j = 0; j < i; j++)
@@ -374,6 +382,15 @@ static bool role_is_server(const struct item *items, unsigned int n, bool defaul
 	return default_server;
 }
 
+/*
+ * The queue pairs a device is made with: a transmit queue for each of QUEUES (the workers:
+ * every worker sends on a queue of its own) and the receive queues the spec asks for.
+ */
+static unsigned int queue_pairs(const struct portspec *out, unsigned int queues)
+{
+	return out->rx_queues > queues ? out->rx_queues : queues;
+}
+
 static int build_devargs(enum portspec_kind kind, const struct item *items, unsigned int n,
 			 unsigned int queues, struct portspec *out, char *err, size_t len)
 {
@@ -385,7 +402,7 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		out->path_is_server = role_is_server(items, n, true);
 		rc |= add_arg(out, "iface=%s", required(items, n, "path"));
 		rc |= add_arg(out, "client=%d", out->path_is_server ? 0 : 1);
-		rc |= add_arg(out, "queues=%u", queues);
+		rc |= add_arg(out, "queues=%u", queue_pairs(out, queues));
 		add_socket_path(out, "path", required(items, n, "path"));
 		break;
 	case PORTSPEC_VIRTIO_USER:
@@ -394,7 +411,7 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		out->path_is_server = role_is_server(items, n, false);
 		rc |= add_arg(out, "path=%s", required(items, n, "path"));
 		rc |= add_arg(out, "server=%d", out->path_is_server ? 1 : 0);
-		rc |= add_arg(out, "queues=%u", queues);
+		rc |= add_arg(out, "queues=%u", queue_pairs(out, queues));
 		if ((v = lookup(items, n, "queue_size")) != NULL)
 			rc |= add_arg(out, "queue_size=%s", v);
 		if ((v = lookup(items, n, "mac")) != NULL)
@@ -405,7 +422,7 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		v = lookup(items, n, "queue");
 		rc |= add_arg(out, "iface=%s", required(items, n, "iface"));
 		rc |= add_arg(out, "start_queue=%s", v ? v : "0");
-		rc |= add_arg(out, "queue_count=%u", queues);
+		rc |= add_arg(out, "queue_count=%u", queue_pairs(out, queues));
 		break;
 	case PORTSPEC_AF_PACKET:
 		rc |= add_arg(out, "iface=%s", required(items, n, "iface"));
@@ -428,6 +445,9 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		rc |= add_arg(out, "id=%s", v ? v : "0");
 		if ((v = lookup(items, n, "mac")) != NULL)
 			rc |= add_arg(out, "mac=%s", v);
+		if (lookup(items, n, "rx_queues") != NULL && lookup(items, n, "queues") != NULL)
+			return fail(err, len, "memif: give 'queues' or 'rx_queues' (its older name), "
+				    "not both");
 		if ((v = lookup(items, n, "rx_queues")) != NULL) {
 			/*
 			 * The client decides how many server-to-client rings exist (one per
@@ -544,6 +564,8 @@ int portspec_parse(const char *spec, const char *unique, unsigned int queues,
 	out->is_vdev = true;
 	if (lookup(items, n, "mtu") != NULL)
 		out->mtu = (unsigned int)strtoul(lookup(items, n, "mtu"), NULL, 10);
+	if (lookup(items, n, "queues") != NULL)
+		out->rx_queues = (unsigned int)strtoul(lookup(items, n, "queues"), NULL, 10);
 	w = snprintf(out->devname, sizeof(out->devname), "%s_%s", k->driver, unique);
 	if (w < 0 || (size_t)w >= sizeof(out->devname))
 		return fail(err, err_len, "device name too long");

@@ -25,6 +25,9 @@
 #define PORTSPEC_MTU_MAX 9600
 /* memif's rx_queues=N: server-to-client rings a client opens (docs/ports.md). */
 #define PORTSPEC_MEMIF_MAX_RX_QUEUES 16
+/* queues=N: receive queues a port is polled on (vhost-user, virtio-user, memif, af_xdp;
+ * docs/cores.md). memif's rx_queues= is the same key under its older name. */
+#define PORTSPEC_MAX_QUEUES 16
 
 enum portspec_kind {
 	PORTSPEC_VHOST_USER,
@@ -63,7 +66,8 @@ struct portspec {
 	char path[PORTSPEC_MAX_LEN];         /* socket path the port serves, "" if none */
 	bool path_is_server;                 /* true when this side creates the socket */
 	unsigned int mtu;                    /* mtu=, or 0: the device's own */
-	unsigned int rx_queues;              /* memif client's rx_queues=, or 0: not given */
+	/* Receive queues: queues= (or a memif client's rx_queues=), or 0: not given (one). */
+	unsigned int rx_queues;
 	unsigned int n_paths;                /* every file path the spec names */
 	struct portspec_path paths[PORTSPEC_MAX_PATHS];
 };

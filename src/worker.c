@@ -58,17 +58,20 @@
  * and counted, and what it may still read is left allocated rather than waited for.
  */
 #define WK_GRACE_MS 2000
+/* The pause between a queue's old worker stopping and its new one starting (wk_move_rxq). */
+#define WK_MOVE_GAP_US 200
 /* A 64 KB super-frame cut at the smallest MSS worth sending whole (1 KB) */
 #define WK_MAX_SEGS 64
 
 struct wk_rxq {
 	struct port *port;
+	uint16_t queue;
 };
 
 /* What a worker polls; replaced as a whole, never changed in place. */
 struct wk_plan {
 	unsigned int n;
-	struct wk_rxq q[PORT_MAX];
+	struct wk_rxq q[WK_MAX_RXQS];
 };
 
 /* Packets staged for one output port of the switch being served. */
@@ -497,6 +500,29 @@ static inline void burst_seq_step(struct worker *w)
 }
 
 /*
+ * Receives and serves one burst from receive queue Q; the frames it took. The cycles from
+ * before the receive to the end of the burst's sending are the queue's (port_rxq), for the
+ * assignment of queues by measured load (rxq.c): one TSC read per poll, two per burst.
+ * Time between polls is not counted, so a worker that shares its CPU is charged for being
+ * descheduled only in proportion to the time it spends serving.
+ */
+static inline uint64_t poll_rxq(struct worker *w, const struct wk_rxq *q)
+{
+	struct port_rxq *rq = &q->port->rxq[q->queue];
+	uint64_t t0 = rte_rdtsc();
+	uint16_t n = port_rx_burst_queue(q->port, q->queue, w->rx, (uint16_t)config.burst);
+
+	if (n == 0)
+		return 0;
+	burst_seq_step(w);
+	serve_burst(w, q->port, w->rx, n);
+	burst_seq_step(w);
+	__atomic_store_n(&rq->cycles, rq->cycles + (rte_rdtsc() - t0), __ATOMIC_RELAXED);
+	__atomic_store_n(&rq->packets, rq->packets + n, __ATOMIC_RELAXED);
+	return n;
+}
+
+/*
  * Sleeps once SPIN_TSC has passed since the last packet (LAST_BUSY), longer each time up
  * to the configured maximum, or to WK_DEEP_SLEEP_US once the worker has been idle for
  * DEEP_TSC.
@@ -540,17 +566,8 @@ static int wk_main(void *arg)
 		const struct wk_plan *plan = __atomic_load_n(&w->plan, __ATOMIC_ACQUIRE);
 		uint64_t got = 0;
 
-		for (i = 0; i < plan->n; i++) {
-			uint16_t n = port_rx_burst(plan->q[i].port, w->rx,
-						   (uint16_t)config.burst);
-
-			if (n > 0) {
-				burst_seq_step(w);
-				serve_burst(w, plan->q[i].port, w->rx, n);
-				burst_seq_step(w);
-				got += n;
-			}
-		}
+		for (i = 0; i < plan->n; i++)
+			got += poll_rxq(w, &plan->q[i]);
 		rte_rcu_qsbr_quiescent(qsbr, w->id);
 		now = rte_rdtsc();
 		if (got > 0) {
@@ -800,53 +817,167 @@ unsigned int wk_defer_pending(void)
 	return defer_count;
 }
 
+/* What replace_plan() changes: a queue to add (PORT NULL: none), and a port's queue to
+ * remove (QUEUE WK_ALL_QUEUES: every queue of it). */
+#define WK_ALL_QUEUES UINT16_MAX
+struct wk_change {
+	struct port *add;
+	uint16_t add_queue;
+	struct port *remove;
+	uint16_t remove_queue;
+};
+
+static bool removes(const struct wk_change *c, const struct wk_rxq *q)
+{
+	return q->port == c->remove &&
+	       (c->remove_queue == WK_ALL_QUEUES || q->queue == c->remove_queue);
+}
+
 /*
- * Publishes W's plan with ADD added and REMOVE removed (either may be NULL), written into the
- * spare plan; the old plan becomes the spare once no worker can be reading it. Fails only
- * when an earlier change left no spare (a stuck worker) and no memory is left for one.
+ * Publishes W's plan changed by C, written into the spare plan; the old plan becomes the
+ * spare once no worker can be reading it. Returns 0 when a grace period has passed since
+ * the publication (no worker polls what was removed any more), 1 when a stuck worker kept
+ * it from passing, -ENOMEM when an earlier change left no spare (a stuck worker) and no
+ * memory is left for one, or -ENOSPC when the plan is full.
  */
-static int replace_plan(struct worker *w, struct port *add, struct port *remove)
+static int replace_plan(struct worker *w, const struct wk_change *c)
 {
 	struct wk_plan *old = w->plan, *plan = w->spare;
 	unsigned int i;
 
+	if (c->add != NULL && old->n >= WK_MAX_RXQS)
+		return -ENOSPC;
 	if (plan == NULL && (plan = rte_zmalloc("wk_plan", sizeof(*plan), 0)) == NULL)
 		return -ENOMEM;
 	w->spare = NULL;
 	plan->n = 0;
 	for (i = 0; i < old->n; i++)
-		if (old->q[i].port != remove)
+		if (!removes(c, &old->q[i]))
 			plan->q[plan->n++] = old->q[i];
-	if (add != NULL)
-		plan->q[plan->n++] = (struct wk_rxq){ .port = add };
+	if (c->add != NULL)
+		plan->q[plan->n++] = (struct wk_rxq){ .port = c->add, .queue = c->add_queue };
 	__atomic_store_n(&w->plan, plan, __ATOMIC_RELEASE);
-	if (wk_synchronize())
+	if (wk_synchronize()) {
 		w->spare = old;
-	else    /* a stuck worker may still read it: left allocated for ever */
-		LOG(WARNING, "worker %u: its old receive plan is left allocated", w->id);
-	return 0;
+		return 0;
+	}
+	/* a stuck worker may still read it: left allocated for ever */
+	LOG(WARNING, "worker %u: its old receive plan is left allocated", w->id);
+	return 1;
 }
 
-int wk_add_port(struct port *p)
+static unsigned int fewest_queues(void)
 {
 	unsigned int i, best = 0;
 
 	for (i = 1; i < n_workers; i++)
 		if (workers[i]->plan->n < workers[best]->plan->n)
 			best = i;
-	if (replace_plan(workers[best], p, NULL) != 0)
-		return -1;
-	p->worker = (int)best;
+	return best;
+}
+
+static wk_place_fn place_fn;
+
+void wk_set_placement(wk_place_fn fn)
+{
+	place_fn = fn;
+}
+
+unsigned int wk_rxq_count(unsigned int id)
+{
+	return id < n_workers ? workers[id]->plan->n : 0;
+}
+
+int wk_add_port(struct port *p)
+{
+	struct wk_change c = { .add = p };
+	unsigned int q, to;
+
+	for (q = 0; q < p->n_rxq; q++) {
+		to = place_fn != NULL ? place_fn(p, q) : fewest_queues();
+		if (to >= n_workers)
+			to = fewest_queues();
+		c.add_queue = (uint16_t)q;
+		if (replace_plan(workers[to], &c) < 0) {
+			wk_remove_port(p);
+			return -1;
+		}
+		p->rxq_worker[q] = (int)to;
+	}
+	p->worker = p->rxq_worker[0];
 	return 0;
 }
 
 int wk_remove_port(struct port *p)
 {
-	if (p->worker < 0)
-		return 0;
-	if (replace_plan(workers[p->worker], NULL, p) != 0)
-		return -1;
+	struct wk_change c = { .remove = p, .remove_queue = WK_ALL_QUEUES };
+	bool on[WK_MAX_WORKERS] = { false };
+	unsigned int q, i;
+
+	for (q = 0; q < p->n_rxq; q++)
+		if (p->rxq_worker[q] >= 0)
+			on[p->rxq_worker[q]] = true;
+	for (i = 0; i < n_workers; i++)
+		if (on[i] && replace_plan(workers[i], &c) < 0)
+			return -1;
+	for (q = 0; q < PORT_MAX_RXQ; q++)
+		p->rxq_worker[q] = -1;
 	p->worker = -1;
+	return 0;
+}
+
+/*
+ * Why a move neither loses nor reorders the frames of a flow (a flow's frames arrive on
+ * one queue, the peer's choice): the queue leaves the old worker's plan first, and
+ * replace_plan() waits for a grace period. A worker passes a quiescent state only between
+ * passes over its plan, after every burst it took has been served and sent (or counted
+ * dropped), and it goes offline only to sleep, also between passes; so once the grace
+ * period is over the old worker holds no frame of the queue and will never poll it again.
+ * Only then does the queue enter the new worker's plan. Frames that arrive in between
+ * wait in the queue's ring (the gap is one grace period: microseconds, or the old worker's
+ * time slice when it shares a CPU), so the new worker's first frame leaves after the old
+ * worker's last, none is dropped by the move, and the single-writer rule of port_rxq
+ * holds. The frames leave on the new worker's transmit queue of each output, though, and
+ * a receiver that polls several queues of one port (a memif client with rx_queues=, a
+ * multi-queue guest) could read the new queue before the old one's last frames: so the
+ * control thread sleeps WK_MOVE_GAP_US more before the new worker starts, time for such a
+ * receiver to drain the old queue (measured in test_rxq.py: without the gap a generator
+ * sharing the control thread's CPU saw a few hundred frames out of order in one move of
+ * six; with it, none). The queue's ring holds what arrives meanwhile (1024 descriptors:
+ * 200 us is 5 Mpps). If the grace period cannot end (a stuck worker) the queue goes back
+ * where it was.
+ */
+int wk_move_rxq(struct port *p, unsigned int q, unsigned int to)
+{
+	struct wk_change c = { .remove = p, .remove_queue = (uint16_t)q };
+	int from, rc;
+
+	if (q >= p->n_rxq || to >= n_workers)
+		return -EINVAL;
+	from = p->rxq_worker[q];
+	if (from == (int)to)
+		return 0;
+	if (from >= 0) {
+		rc = replace_plan(workers[from], &c);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			c = (struct wk_change){ .add = p, .add_queue = (uint16_t)q };
+			replace_plan(workers[from], &c);
+			return -EBUSY;
+		}
+		p->rxq_worker[q] = -1;
+		rte_delay_us_sleep(WK_MOVE_GAP_US);
+	}
+	c = (struct wk_change){ .add = p, .add_queue = (uint16_t)q };
+	rc = replace_plan(workers[to], &c);
+	if (rc < 0 && from >= 0 && replace_plan(workers[from], &c) >= 0)
+		p->rxq_worker[q] = from;        /* back where it was */
+	if (rc < 0)
+		return rc;
+	p->rxq_worker[q] = (int)to;
+	if (q == 0)
+		p->worker = (int)to;
 	return 0;
 }
 

@@ -34,10 +34,27 @@ void wk_stop(void);
 void wk_fini(void);
 unsigned int wk_count(void);
 
-/* Starts polling P's receive queue on the least loaded worker. */
+/* Receive queues one worker may poll. */
+#define WK_MAX_RXQS 1024
+
+/* Chooses the worker for P's receive queue Q (rxq.c); the fewest queues when unset. */
+typedef unsigned int (*wk_place_fn)(const struct port *p, unsigned int q);
+void wk_set_placement(wk_place_fn fn);
+
+/* Starts polling each of P's receive queues on the worker the placement chooses. */
 int wk_add_port(struct port *p);
-/* Stops polling P; after wk_synchronize() no worker touches P. -1: no memory (see
- * replace_plan in worker.c). */
+
+/*
+ * Moves P's receive queue Q to worker TO without losing or reordering frames (the why is
+ * at its definition). 0; -EINVAL for a bad queue or worker; -EBUSY when the old worker is
+ * stuck (the queue stays with it); -ENOMEM or -ENOSPC (full plan). Control thread only.
+ */
+int wk_move_rxq(struct port *p, unsigned int q, unsigned int to);
+
+/* Receive queues worker ID polls. */
+unsigned int wk_rxq_count(unsigned int id);
+/* Stops polling P's queues; after wk_synchronize() no worker touches P. -1: no memory
+ * (see replace_plan in worker.c). */
 int wk_remove_port(struct port *p);
 
 /*

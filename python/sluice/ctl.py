@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, TextIO
 
-from sluice import __version__, ctl_flow
+from sluice import __version__, ctl_flow, ctl_rxq
 from sluice.rpc import (
     DEFAULT_SOCKET,
     DEFAULT_TIMEOUT,
@@ -459,6 +459,41 @@ VERBS: tuple[Verb, ...] = (
          "deleted while they had send_flow_rem: match, reason and final counters.",
          ("flows-removed br0",),
          (SWITCH, Arg("max", "take at most N", option="--max", metavar="N", type=_count))),
+    Verb("show-rxqs", "receive queues: their workers and the load they put on them",
+         "List every receive queue (or PORT's) with the worker that polls it, whether it is "
+         "pinned, its usage (% of a core over the last seconds, shown as the window), its "
+         "share of its worker's queue cycles, cycles per packet, and its total packets; "
+         "then each worker's summed usage and the re-balance settings (docs/cores.md).",
+         ("show-rxqs", "show-rxqs vm1", "show-rxqs --json"),
+         (Arg("port", "only this port's queues", optional=True, metavar="PORT"),)),
+    Verb("set-rxq", "move a receive queue to a worker",
+         "Move receive queue Q of PORT to worker WORKER. The old worker stops polling it "
+         "before the new one starts: no frame is lost or reordered by the move. --pin keeps "
+         "it there when the automatic re-balance runs.",
+         ("set-rxq vm1 0 1", "set-rxq vm1 1 0 --pin"),
+         (Arg("port", "the port", metavar="PORT"),
+          Arg("queue", "its receive queue, from 0", metavar="Q", type=_count),
+          Arg("worker", "the worker, from 0 (show-rxqs lists them)", metavar="WORKER",
+              type=_count),
+          Arg("pin", "the re-balance leaves it on WORKER", option="--pin", flag=True))),
+    Verb("rebalance", "place receive queues by measured load, now",
+         "Work out where the receive queues would go by their measured load (busiest "
+         "first, each to the least loaded worker; pinned queues stay) and move them; "
+         "--dry-run only shows the moves and the workers' loads before and after.",
+         ("rebalance --dry-run", "rebalance"),
+         (Arg("dry_run", "show, do not move", option="--dry-run", flag=True),)),
+    Verb("set-rebalance", "the automatic re-balance and the placement of new queues",
+         "Change KEY=VALUE settings: auto=yes|no (move queues when one worker's load is at "
+         "or above load-threshold and another's below it, and the dry run lowers the "
+         "variance of the loads by at least improvement per cent; off by default), "
+         "interval=S (at least S seconds between two re-balances, default 60), "
+         "load-threshold=P (per cent of a core, default 95), improvement=P (default 25), "
+         "assign=roundrobin|cycles (where new queues go).",
+         ("set-rebalance auto=yes", "set-rebalance auto=yes interval=10 load-threshold=80",
+          "set-rebalance assign=cycles"),
+         (Arg("settings", "KEY=VALUE: auto, interval, load-threshold, improvement, assign",
+              nargs="+", metavar="KEY=VALUE"),),
+         convert=ctl_rxq.rebalance_settings),
     Verb("clear-stats", "zero the counters",
          "Zero the counters of every port of SWITCH, or of every port.",
          ("clear-stats", "clear-stats br0"),
@@ -810,6 +845,14 @@ def format_result(verb: str, result: Json) -> str:
             return ctl_flow.format_packet_ins(result)
         case "flows-removed":
             return ctl_flow.format_removed(result)
+        case "show-rxqs" | "set-rebalance":
+            return ctl_rxq.format_rxqs(result) if "rxqs" in result else \
+                ctl_rxq.format_settings(result)
+        case "set-rxq":
+            return (f"port {result.get('port')} queue {result.get('queue')}: worker "
+                    f"{result.get('worker')}{' (pinned)' if result.get('pinned') else ''}")
+        case "rebalance":
+            return ctl_rxq.format_rebalance(result)
         case "add-flows" | "add-flow":
             return f"{result.get('added')} rule(s) added"
         case "replace-flows":
