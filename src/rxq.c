@@ -193,9 +193,10 @@ void rxq_dry_run(struct rxq_plan *plan)
 	uint64_t tsc;
 	double win_s, scale;
 
-	memset(plan, 0, offsetof(struct rxq_plan, moves));
 	plan->n_moves = 0;
 	plan->n_workers = nw;
+	memset(plan->load_before, 0, sizeof(plan->load_before));
+	memset(plan->load_after, 0, sizeof(plan->load_after));
 	n = rxq_list(items, &win_s, &tsc);
 	scale = tsc ? 100.0 / (double)tsc : 0;   /* cycles to % of a core */
 	for (i = 0; i < n; i++)

@@ -26,6 +26,7 @@ from conftest import Daemon, assert_accounting, wait_for
 
 MAC1, MAC2 = "02:00:00:00:0a:01", "02:00:00:00:0a:02"
 RATE = "100kpps"      # per stream: room for the generator and two workers on one CPU
+BUSY_RATE = "300kpps"  # per stream, for loads well above the noise
 
 
 def rxqs(d: Daemon) -> dict[tuple[str, int], dict[str, Any]]:
@@ -50,7 +51,7 @@ def build_chain(d: Daemon, workdir: Path) -> None:
         d.call("set-rxq", port=port, queue=q, worker=w)
 
 
-def gen_args(workdir: Path, duration: float) -> list[str]:
+def gen_args(workdir: Path, duration: float, rate: str) -> list[str]:
     # 8192-slot rings (80 ms at the rate) outlast a worker or the generator descheduled
     # on this busy two-CPU machine: a full ring would be a loss the move did not cause.
     ring = "ring_size=8192"
@@ -60,13 +61,14 @@ def gen_args(workdir: Path, duration: float) -> list[str]:
              f"memif:client,socket={workdir}/out2.sock,queues=2,{ring}"]
     return [a for p in ports for a in ("--port", p)] + [
         "--dst-mac", "02:00:00:00:0b:01", "--dst-mac", "02:00:00:00:0b:02",
-        "--rate", RATE, "--flows", "16", "--duration", str(duration), "--warmup", "1",
+        "--rate", rate, "--flows", "16", "--duration", str(duration), "--warmup", "1",
         "--ring", "8192"]
 
 
-def start_gen(workdir: Path, duration: float) -> tuple[subprocess.Popen[str], Path]:
+def start_gen(workdir: Path, duration: float,
+              rate: str = RATE) -> tuple[subprocess.Popen[str], Path]:
     out = workdir / "gen.json"
-    proc = subprocess.Popen(gen_cmd([*gen_args(workdir, duration), "--out", str(out)]),
+    proc = subprocess.Popen(gen_cmd([*gen_args(workdir, duration, rate), "--out", str(out)]),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc, out
 
@@ -162,29 +164,46 @@ def loads(d: Daemon) -> list[float]:
 def test_auto_rebalance_moves_only_when_skewed(two_workers: Daemon, workdir: Path) -> None:
     d = two_workers
     build_chain(d, workdir)
-    proc, out = start_gen(workdir, 40)
+    loaded = (("in1", 0), ("in2", 0), ("mq_in", 0), ("mq_in", 1))
+    proc, out = start_gen(workdir, 40, BUSY_RATE)
     try:
         wait_flowing(d)
         time.sleep(6.5)                       # a whole window of even load
         even = loads(d)
         assert min(even) > 0, even
-        # A worker at or above the threshold while the other is below it: skewed. With
-        # the queues even, both workers sit below it (a quarter above the busier one).
-        threshold = max(1, round(1.25 * max(even)))
+        # Both workers share CPU 1, and a queue's cycles count the time its worker was
+        # descheduled while serving it: a load is the share of the worker's own running
+        # time (docs/cores.md). Even, each worker is as busy as one worker alone would be
+        # with all four queues, and both sit above a quarter of that: no worker is below the
+        # threshold, so nothing moves. Skewed (all four on worker 0), worker 1 has nothing.
+        threshold = max(1, round(0.25 * min(even)))
         d.call("set-rebalance", auto=True, interval=1, load_threshold=threshold)
         time.sleep(8)                         # a window and more after the change
         st = d.call("show-rxqs")["rebalance"]["stats"]
-        assert st["rebalances"] == 0, (even, loads(d), st)
-        # Skew: both of mq_in's queues on worker 0 (with in1), in2 alone on worker 1.
-        d.call("set-rxq", port="mq_in", queue=1, worker=0)
-        wait_for(lambda: d.call("show-rxqs")["rebalance"]["stats"]["rebalances"] >= 1, 20)
+        assert st["checks"] > 0 and st["rebalances"] == 0, (even, loads(d), st)
+        for port, q in loaded:
+            d.call("set-rxq", port=port, queue=q, worker=0)
+        try:
+            wait_for(lambda: d.call("show-rxqs")["rebalance"]["stats"]["rebalances"] >= 1, 20)
+        except AssertionError:
+            raise AssertionError((threshold, loads(d), d.call("show-rxqs")["rebalance"],
+                                  d.log.read_text()[-2000:])) from None
         moved = {k: q["worker"] for k, q in rxqs(d).items()}
-        per_worker = [sum(1 for k in (("in1", 0), ("in2", 0), ("mq_in", 0), ("mq_in", 1))
-                          if moved[k] == w) for w in (0, 1)]
-        assert per_worker == [2, 2], moved
+        assert sorted(moved[k] for k in loaded) == [0, 0, 1, 1], moved
         st = d.call("show-rxqs")["rebalance"]["stats"]
-        assert st["rebalances"] == 1 and st["last_improvement"] >= 25, st
+        assert st["last_improvement"] >= 25 and st["moves"] >= 2, st
     finally:
         d.call("set-rebalance", auto=False)
         summary = finish_gen(proc, out)
-    assert_whole(summary, d)
+    # Worker 0 with all four queues may be overloaded on the shared CPU: then frames are
+    # dropped, but every one is counted by the switch with its reason. Order is not
+    # checked here: moving in1 or in2 changes the worker that sends its stream into the
+    # memif loop, and so the mq_in queue the stream arrives on (test_rxq's first test
+    # moves only the queue the order is checked across).
+    stats = d.port_stats("f")
+    assert_accounting(stats)
+    for s in summary["streams"]:
+        assert s["duplicated"] == 0, s
+    # (the switch counts the warm-up too; the generator only the measured interval)
+    assert sum(s["lost"] for s in summary["streams"]) <= \
+        sum(p["dropped"] for p in stats.values()), (summary["streams"], stats)
