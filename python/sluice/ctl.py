@@ -659,6 +659,11 @@ def format_learn_settings(s: Mapping[str, Any]) -> list[str]:
     return out
 
 
+
+def counted(n: object, noun: str) -> str:
+    """N NOUN, in the plural unless N is 1 ("1 group", "3 groups")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
 def format_show(r: Mapping[str, Any]) -> str:
     """Like `ovs-vsctl show`: the daemon, each switch with its ports and links, the workers."""
     version = r.get("version")
@@ -688,11 +693,13 @@ def format_show(r: Mapping[str, Any]) -> str:
         if s.get("mode") == "flow":
             cache, queue = s.get("cache") or {}, s.get("controller_queue") or {}
             mf = s.get("megaflows") or {}
-            out.append(f"    {s.get('rules')} rules in {s.get('subtables')} subtables, "
-                       f"{s.get('groups')} groups, {s.get('meters')} meters; cache "
+            out.append(f"    {counted(s.get('rules'), 'rule')} in "
+                       f"{counted(s.get('subtables'), 'subtable')}, "
+                       f"{counted(s.get('groups'), 'group')}, "
+                       f"{counted(s.get('meters'), 'meter')}; cache "
                        f"{cache.get('hits')} hits, {cache.get('misses')} misses; "
                        f"megaflows {mf.get('hits')} hits, {mf.get('misses')} misses, "
-                       f"{mf.get('masks')} masks; "
+                       f"{counted(mf.get('masks'), 'mask')}; "
                        f"controller queue {queue.get('queued')} queued, "
                        f"{queue.get('full')} lost when full")
     workers = r.get("workers") or []
