@@ -186,6 +186,9 @@ struct flow_worker {
 	uint64_t pin_full, copy_failed, uncacheable, emc_hits, emc_misses;
 	uint32_t insert_tick;
 	uint32_t prog_version;             /* the last version given to a cached program */
+	/* The exact-match cache's recent hit rate (emc_worth_it): looked up while it pays. */
+	uint16_t emc_window, emc_window_hits, emc_skip_tick;
+	bool emc_skipped;
 	uint64_t tsc;                      /* the burst's time */
 	uint16_t extra_max;                /* extra frames the burst may hand over (add_extra) */
 	struct emc_entry *emc;
