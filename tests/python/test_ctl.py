@@ -45,7 +45,7 @@ from sluice.rpc import (
 
 REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "hairpin", "vlan",
            "no_match", "action_drop", "reserved_multicast", "storm", "meter", "ttl_expired",
-           "controller_queue_full", "group_no_live_bucket", "mtu_exceeded"]
+           "controller_queue_full", "group_no_live_bucket", "mtu_exceeded", "vxlan_no_tunnel"]
 REPO = Path(__file__).resolve().parents[2]
 
 # ---- argv -> (method, params) ----
