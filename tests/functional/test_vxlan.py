@@ -8,8 +8,9 @@
    within one; a second Linux vxlan device with VNI 43 sends to sluiced and every such frame
    is counted as vxlan_no_tunnel on the underlay, never silently lost; ARP for local_ip is
    answered by sluiced (the kernel resolves it) and the remote's MAC appears in `show`.
-2. Two sluiced "hosts", each in its own network namespace, an underlay veth between them,
-   a host namespace on each side: ping and iperf3 across the tunnel, counters that add up.
+2. Two sluiced "hosts", each in its own network namespace, an underlay veth between them
+   (or a memif between the daemons), a host namespace on each side: ping and iperf3 across
+   the tunnel, counters that add up.
 3. The control side: a missing underlay, a duplicate tunnel, deleting an underlay in use.
 """
 
@@ -315,9 +316,10 @@ class Host:
         self.daemon.args = ["ip", "netns", "exec", self.ns, *self.daemon.args]
 
     def start(self, underlay: str, local: str, remote: str) -> None:
+        """UNDERLAY is the underlay port's spec."""
         d = self.daemon.start()
         d.call("add-switch", name="under", mode="patch")
-        d.call("add-port", switch="under", name="ul", spec=f"af_packet:iface={underlay}")
+        d.call("add-port", switch="under", name="ul", spec=underlay)
         d.call("add-switch", name="br0", mode="learn")
         d.call("add-port", switch="br0", name="vm", spec=f"af_packet:iface={self.vmside}")
         d.call("add-port", switch="br0", name="vx",
@@ -328,12 +330,20 @@ class Host:
         return f"{self.ns.split('-')[0]}{self.name}v"
 
 
-def test_two_sluiced_hosts(net: Net, workdir: Path) -> None:
+@pytest.mark.parametrize("underlay", ["veth", "memif"])
+def test_two_sluiced_hosts(net: Net, workdir: Path, underlay: str) -> None:
+    """The underlay is a veth between the hosts' namespaces (af_packet on each end), or a
+    memif between the two daemons (A serves, B connects)."""
     a, b = Host(net, workdir, "a", 1), Host(net, workdir, "b", 2)
-    net.veth(f"{net.tag}ua", a.ns, f"{net.tag}ub", b.ns)
+    if underlay == "veth":
+        net.veth(f"{net.tag}ua", a.ns, f"{net.tag}ub", b.ns)
+        specs = [f"af_packet:iface={net.tag}ua", f"af_packet:iface={net.tag}ub"]
+    else:
+        sock = workdir / "ul.memif"
+        specs = [f"memif:server,socket={sock}", f"memif:client,socket={sock}"]
     try:
-        a.start(f"{net.tag}ua", "10.98.0.1", "10.98.0.2")
-        b.start(f"{net.tag}ub", "10.98.0.2", "10.98.0.1")
+        a.start(specs[0], "10.98.0.1", "10.98.0.2")
+        b.start(specs[1], "10.98.0.2", "10.98.0.1")
         ping_until(a.vm, b.ip)
         ping_until(b.vm, a.ip)
         assert iperf(a.vm, b.vm, b.ip) > 1e6
@@ -343,6 +353,8 @@ def test_two_sluiced_hosts(net: Net, workdir: Path) -> None:
                 assert_accounting(h.daemon.port_stats(sw))
             ul = h.daemon.port_stats("under")["ul"]
             assert ul["drops"]["vxlan_no_tunnel"] == 0 and ul["rx_packets"] > 1000, ul
+            if underlay == "memif":     # nothing but the tunnel on a memif between daemons
+                assert ul["dropped"] == 0, ul
             assert vx_port(h.daemon, "br0", "vx")["tunnel"]["remote_mac"] is not None
     finally:
         for h in (a, b):
