@@ -55,6 +55,7 @@
 #include <rte_ring_elem.h>
 
 #include "classifier.h"
+#include "flow_cache.h"
 #include "flow_mod.h"
 #include "fwd.h"
 #include "log.h"
@@ -64,6 +65,7 @@
 #define FLOW_EMC_ENTRIES 8192          /* per worker; two ways per set */
 #define FLOW_EMC_WAYS 2
 #define FLOW_EMC_INSERT_EVERY 16               /* a power of two (emc_should_insert) */
+#define FLOW_MF_ENTRIES 16384          /* per worker: the megaflow cache (flow_cache.h) */
 #define PROG_MAX_RULES 16
 #define PROG_MAX_EGRESS 8
 #define PROG_MAX_MODS 24
@@ -196,6 +198,7 @@ struct flow_worker {
 	uint16_t extra_max;                /* extra frames the burst may hand over (add_extra) */
 	struct emc_entry *emc;
 	struct flow_prog *emc_prog;
+	struct mf_cache *mf;
 	struct flow_prog scratch;          /* a program that may not be cached */
 
 	/* scratch for one burst */
@@ -890,11 +893,27 @@ static bool port_only(const struct flow_key *wc)
 }
 
 /*
+ * The mask of the megaflow the translation X stands for: the bits its lookups depended on,
+ * and in_port always (an output to the input port is decided by it). A program whose
+ * actions read a header (a TTL, a tag, a select group's hash) stands for its exact key.
+ */
+static void megaflow_mask(const struct xlate *x, struct flow_key *wc)
+{
+	if (x->reads_headers) {
+		memset(wc, 0xff, sizeof(*wc));
+		return;
+	}
+	*wc = x->wc;
+	wc->in_port = UINT32_MAX;
+}
+
+/*
  * Runs the pipeline for the packet with key K, received on IN, into P. Only configuration
  * is read: nothing is counted or changed, so trace uses it as the data path does.
  */
 static void translate(const struct flow *F, uint16_t in, const struct flow_key *k,
-		      unsigned int worker, struct flow_prog *p, struct xlate_trace *tr)
+		      unsigned int worker, struct flow_prog *p, struct xlate_trace *tr,
+		      struct flow_key *wc)
 {
 	const struct flow_tables *tables = __atomic_load_n(&F->tables, __ATOMIC_ACQUIRE);
 	struct xlate x;
@@ -959,6 +978,8 @@ static void translate(const struct flow *F, uint16_t in, const struct flow_key *
 		p->drop = x.expired ? STATS_DROP_TTL_EXPIRED :
 			  x.no_live_bucket ? STATS_DROP_GROUP_NO_LIVE_BUCKET : p->drop;
 	p->header_free = !x.reads_headers && port_only(&x.wc);
+	if (wc != NULL)
+		megaflow_mask(&x, wc);
 	p->simple = PROG_NOT_SIMPLE;
 	if (p->n_meters == 0 && p->n_egress == 1 && p->eg[0].kind == EG_PORTS &&
 	    p->eg[0].n_mods == 0 && __builtin_popcountll(p->eg[0].ports) == 1)
@@ -1377,16 +1398,17 @@ static void flush_run(struct prog_run *run, unsigned int wid, uint64_t tsc)
 }
 
 /*
- * The program for frame I (its key in w->key[I]): from the cache, or made and cached. A
- * program that may not be cached goes to the worker's scratch. RUN is counted first: the
- * slot (or the scratch) being written may be the one it points to.
+ * The program for frame I (its key in w->key[I]): from the exact-match cache, else from
+ * the megaflow cache, else made (and put in both). A program that may not be cached goes
+ * to the worker's scratch. RUN is counted first: the slot (or the scratch) being written
+ * may be the one it points to.
  */
 static const struct flow_prog *find_program(struct flow *F, struct flow_worker *w,
 					    unsigned int wid, uint16_t in, uint32_t gen,
 					    uint16_t i, struct prog_run *run)
 {
 	uint32_t hash = rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
-	const struct flow_prog *cached = emc_lookup(w, gen, &w->key[i], hash);
+	const struct flow_prog *cached = emc_lookup(w, gen, &w->key[i], hash), *made;
 	struct flow_prog *p;
 
 	if (likely(cached != NULL)) {
@@ -1395,15 +1417,24 @@ static const struct flow_prog *find_program(struct flow *F, struct flow_worker *
 	}
 	stats_add(&w->emc_misses, 1);
 	flush_run(run, wid, w->tsc);
-	translate(F, in, &w->key[i], wid, &w->scratch, NULL);
-	if (!w->scratch.cacheable) {
-		stats_add(&w->uncacheable, 1);
-		return &w->scratch;
+	made = mf_lookup(w->mf, gen, &w->key[i]);
+	if (made == NULL) {
+		struct flow_key wc;
+
+		translate(F, in, &w->key[i], wid, &w->scratch, NULL, &wc);
+		if (!w->scratch.cacheable) {
+			stats_add(&w->uncacheable, 1);
+			return &w->scratch;
+		}
+		p = mf_insert(w->mf, gen, &w->key[i], &wc);
+		if (p != NULL)
+			memcpy(p, &w->scratch, prog_size(&w->scratch));
+		made = &w->scratch;
 	}
 	if (!emc_should_insert(w, gen, hash))
-		return &w->scratch;
+		return made;
 	p = emc_claim(w, gen, &w->key[i], hash);
-	memcpy(p, &w->scratch, prog_size(&w->scratch));
+	memcpy(p, made, prog_size(made));
 	return p;
 }
 
@@ -1695,8 +1726,9 @@ static void *flow_create(const json_t *params, char *err, size_t err_len)
 		w->emc = rte_zmalloc("flow_emc", FLOW_EMC_ENTRIES * sizeof(*w->emc),
 				     RTE_CACHE_LINE_SIZE);
 		w->emc_prog = calloc(FLOW_EMC_ENTRIES, sizeof(*w->emc_prog));
+		w->mf = mf_create(FLOW_MF_ENTRIES, sizeof(struct flow_prog));
 		w->nfb.worker = (uint16_t)i;
-		if (w->pins == NULL || w->emc == NULL || w->emc_prog == NULL)
+		if (w->pins == NULL || w->emc == NULL || w->emc_prog == NULL || w->mf == NULL)
 			goto fail;
 		/* Generation 0 is the first: mark every entry as of another one. */
 		for (unsigned int k = 0; k < FLOW_EMC_ENTRIES; k++)
@@ -1728,6 +1760,7 @@ static void flow_destroy(void *state)
 		rte_ring_free(w->pins);
 		rte_free(w->emc);
 		free(w->emc_prog);
+		mf_destroy(w->mf);
 	}
 	if (F->tables != NULL)
 		tables_free(F->tables);
@@ -2608,7 +2641,7 @@ json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flo
 		json_decref(egresses);
 		return NULL;
 	}
-	translate(F, (uint16_t)key->in_port, key, CLS_NO_WORKER, p, &tr);
+	translate(F, (uint16_t)key->in_port, key, CLS_NO_WORKER, p, &tr, NULL);
 	for (i = 0; i < p->n_egress; i++) {
 		const struct flow_egress *e = &p->eg[i];
 		json_t *these = json_array();
@@ -2697,10 +2730,19 @@ static json_t *flow_describe(void *state, const char *const *port_names)
 {
 	struct flow *F = state;
 	uint64_t pin_full = 0, copy_failed = 0, hits = 0, misses = 0, uncacheable = 0;
+	struct mf_stats mf = { 0 };
 	unsigned int i, rules = 0, subtables = 0;
 	json_t *tables = json_array(), *o, *learn;
 
 	for (i = 0; i < F->n_workers; i++) {
+		struct mf_stats one;
+
+		mf_read_stats(F->w[i].mf, &one);
+		mf.hits += one.hits;
+		mf.misses += one.misses;
+		mf.inserts += one.inserts;
+		mf.masks_full += one.masks_full;
+		mf.masks = RTE_MAX(mf.masks, one.masks);
 		pin_full += stats_read(&F->w[i].pin_full);
 		copy_failed += stats_read(&F->w[i].copy_failed);
 		hits += stats_read(&F->w[i].emc_hits);
@@ -2725,8 +2767,13 @@ static json_t *flow_describe(void *state, const char *const *port_names)
 		      "controller_queue", "queued", (json_int_t)F->pin_count,
 		      "taken", (json_int_t)F->pins_taken, "lost", (json_int_t)F->pins_lost,
 		      "full", (json_int_t)pin_full);
-	if (o != NULL)
+	if (o != NULL) {
 		json_object_set_new(o, "copy_failed", json_integer((json_int_t)copy_failed));
+		json_object_set_new(o, "megaflows", json_pack(
+			"{s:I, s:I, s:I, s:I, s:i}", "hits", (json_int_t)mf.hits,
+			"misses", (json_int_t)mf.misses, "inserts", (json_int_t)mf.inserts,
+			"masks_full", (json_int_t)mf.masks_full, "masks", (int)mf.masks));
+	}
 	learn = fwd_learn_ops.describe != NULL ? fwd_learn_ops.describe(F->learn, port_names) :
 		NULL;
 	if (o != NULL && learn != NULL)

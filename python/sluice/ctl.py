@@ -682,9 +682,12 @@ def format_show(r: Mapping[str, Any]) -> str:
             out.extend(format_learn_settings(s))
         if s.get("mode") == "flow":
             cache, queue = s.get("cache") or {}, s.get("controller_queue") or {}
+            mf = s.get("megaflows") or {}
             out.append(f"    {s.get('rules')} rules in {s.get('subtables')} subtables, "
                        f"{s.get('groups')} groups, {s.get('meters')} meters; cache "
                        f"{cache.get('hits')} hits, {cache.get('misses')} misses; "
+                       f"megaflows {mf.get('hits')} hits, {mf.get('misses')} misses, "
+                       f"{mf.get('masks')} masks; "
                        f"controller queue {queue.get('queued')} queued, "
                        f"{queue.get('full')} lost when full")
     workers = r.get("workers") or []
