@@ -579,6 +579,9 @@ static json_t *adopt_port(struct port *p, struct ctl_error *e)
 		port_destroy(p);
 		return fail(e, CTL_LIMIT, "switch '%s' is full", pending.sw->name);
 	}
+	/* Only now may the underlay's worker hand it frames: it serves them in P's switch. */
+	if (p->vxl != NULL)
+		vxl_attach(p);
 	/* A vxlan port is received through its underlay's worker, never polled itself. */
 	if (p->vxl == NULL && wk_add_port(p) != 0) {
 		sw_detach_port(pending.sw, p);

@@ -585,8 +585,6 @@ static void port_commit(struct port *p)
 {
 	port_table[p->id - 1] = p;
 	port_generation[p->id - 1] = p->generation;
-	if (p->vxl != NULL)
-		vxl_attach(p);
 	LOG(INFO, "port %s: number %u, ethdev %d, %s, link %s", p->name, p->id,
 	    p->ethdev == PORT_NO_ETHDEV ? -1 : p->ethdev, p->ps.devname,
 	    port_link_is_up(p) ? "up" : "down");

@@ -45,7 +45,7 @@ struct vxl_split {
 
 /* Checks P's spec against the ports that exist (the underlay) and makes its tunnel. */
 int vxl_prepare(struct port *p, char *err, size_t err_len);
-/* Puts P's tunnel in its underlay's list; the port is in the table. */
+/* Puts P's tunnel in its underlay's list; P is in the table and in its switch. */
 int vxl_attach(struct port *p);
 /* Takes P's tunnel out of its underlay's list and waits for a grace period: after it no
  * worker decapsulates into P. -1 when a worker is stuck (P must then be abandoned). */
