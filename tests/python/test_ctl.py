@@ -431,6 +431,22 @@ def test_show() -> None:
     assert lines[8].split() == ["0", "1", "7", "9", "25.0%", "0", "-"]
 
 
+def test_show_tunnels() -> None:
+    vx = port_object("vx", None, 3) | {
+        "kind": "vxlan", "spec": "vxlan:underlay=ul,local_ip=10.0.0.1,remote_ip=10.0.0.2,vni=7",
+        "tunnel": {"underlay": "ul", "vni": 7, "remote_mac": "02:00:00:00:00:09",
+                   "remote_mac_from": "learned"}}
+    waiting = port_object("vy", None, 4) | {
+        "kind": "vxlan", "tunnel": {"underlay": "ul", "vni": 8, "remote_mac": None,
+                                    "remote_mac_from": "learned"}}
+    result = {"workers": [], "switches": [{"name": "br0", "mode": "learn",
+                                           "ports": [vx, waiting]}]}
+    lines = format_show(result).splitlines()
+    assert "    tunnel vx: over ul, VNI 7, next hop 02:00:00:00:00:09 (learned)" in lines
+    assert ("    tunnel vy: over ul, VNI 8, next hop unknown (asking by ARP: link down)"
+            in lines)
+
+
 def test_lists() -> None:
     switches = [{"name": "br0", "mode": "patch", "ports": ["vm1", "vm2"]},
                 {"name": "br1", "mode": "patch", "ports": []}]
