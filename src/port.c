@@ -48,6 +48,7 @@ void port_init(const struct port_config *cfg)
 {
 	config = *cfg;
 	pool_init(cfg->n_mbufs);
+	vxl_init();
 }
 
 void port_fini(void)

@@ -67,6 +67,25 @@ struct vxl_demux {
 	struct vxl_tunnel *t[];
 };
 
+int vxl_tun_id_offset;
+uint64_t vxl_tun_id_flag;
+
+int vxl_init(void)
+{
+	static const struct rte_mbuf_dynfield field = {
+		.name = "sluice_tun_id", .size = sizeof(uint32_t), .align = sizeof(uint32_t) };
+	static const struct rte_mbuf_dynflag flag = { .name = "sluice_tun_id_set" };
+	int off = rte_mbuf_dynfield_register(&field), bit = rte_mbuf_dynflag_register(&flag);
+
+	if (off < 0 || bit < 0) {
+		LOG(ERR, "no mbuf field for tunnel ids: vni=flow ports are refused");
+		return -1;
+	}
+	vxl_tun_id_offset = off;
+	vxl_tun_id_flag = UINT64_C(1) << bit;
+	return 0;
+}
+
 static uint64_t mac_word(const struct rte_ether_addr *a)
 {
 	uint64_t w = 0;
@@ -181,9 +200,9 @@ int vxl_prepare(struct port *p, char *err, size_t err_len)
 			 "port first)", p->ps.vxlan.underlay);
 		return -1;
 	}
-	if (p->ps.vxlan.vni_flow) {
-		snprintf(err, err_len, "vxlan: 'vni=flow' (VNI from flow rules) is not yet "
-			 "supported; give a number");
+	if (p->ps.vxlan.vni_flow && vxl_tun_id_flag == 0) {
+		snprintf(err, err_len, "vxlan: 'vni=flow': no mbuf field for tunnel ids (the "
+			 "daemon's log says why)");
 		return -1;
 	}
 	t = rte_zmalloc("vxlan", sizeof(*t), RTE_CACHE_LINE_SIZE);
@@ -300,8 +319,9 @@ json_t *vxl_describe(const struct port *p)
 		memcpy(a.addr_bytes, &w, RTE_ETHER_ADDR_LEN);
 		rte_ether_format_addr(mac, sizeof(mac), &a);
 	}
-	return json_pack("{ss si ss* ss}", "underlay", t->underlay->name,
-			 "vni", (int)p->ps.vxlan.vni, "remote_mac", mac[0] ? mac : NULL,
+	return json_pack("{ss so ss* ss}", "underlay", t->underlay->name,
+			 "vni", t->vni_flow ? json_string("flow") : json_integer(p->ps.vxlan.vni),
+			 "remote_mac", mac[0] ? mac : NULL,
 			 "remote_mac_from", t->static_mac ? "spec" : "learned");
 }
 
@@ -430,7 +450,11 @@ uint16_t vxl_tx_burst(struct vxl_tunnel *t, uint16_t q, struct rte_mbuf **pkts, 
 		o->ip.total_length = rte_cpu_to_be_16(ip_len);
 		o->ip.hdr_checksum = ip_checksum(t->ip_sum, o->ip.total_length);
 		o->udp.dgram_len = rte_cpu_to_be_16((uint16_t)(ip_len - sizeof(h.ip)));
-		m->ol_flags &= ~AFP_OFFLOAD_FLAGS;
+		if (t->vni_flow)        /* set_field:ID->tun_id, or the VNI it came with */
+			o->vx.vx_vni = rte_cpu_to_be_32((uint32_t)(vxl_tun_id(m) << 8));
+		/* The outer frame carries no tunnel id of its own (a ring underlay would hand
+		 * the mbuf back with it). */
+		m->ol_flags &= ~(AFP_OFFLOAD_FLAGS | vxl_tun_id_flag);
 	}
 	sent = port_tx_burst(t->underlay, q, pkts, i);
 	for (j = 0; j < sent; j++)
@@ -530,7 +554,9 @@ static enum vxl_verdict split_one(const struct vxl_demux *d, struct rte_mbuf *m,
 		learn_mac(t, &eh->src_addr);
 		rte_pktmbuf_adj(m, (uint16_t)hlen);
 		/* Offload state (an af_packet underlay's) was about the outer headers. */
-		m->ol_flags &= ~AFP_OFFLOAD_FLAGS;
+		m->ol_flags &= ~(AFP_OFFLOAD_FLAGS | vxl_tun_id_flag);
+		if (t->vni_flow)
+			vxl_set_tun_id(m, rte_be_to_cpu_32(vx->vx_vni) >> 8);
 		*tp = t;
 		return VXL_TUNNEL;
 	}

@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 
 #include "fwd.h"
 
@@ -42,6 +43,35 @@ struct vxl_split {
 	struct rte_mbuf *scratch[FWD_MAX_BURST];    /* frames to free */
 	struct rte_mbuf *answers[FWD_MAX_BURST];    /* ARP replies to send */
 };
+
+/*
+ * Flow-based tunnels (vni=flow, OVS's key=flow): a frame's tunnel id rides in its mbuf, in a
+ * dynamic field that a dynamic ol_flags bit says is set. A vni=flow port's decapsulation sets
+ * it to the frame's VNI, flow mode matches it as tun_id and set_field:ID->tun_id writes it,
+ * and a vni=flow port's encapsulation takes the VNI from it (0 when unset). Every other
+ * outer frame has it cleared. Both are 0 until vxl_init() registers them: no frame is then
+ * ever flagged.
+ */
+extern int vxl_tun_id_offset;
+extern uint64_t vxl_tun_id_flag;
+
+/* Registers the field and the flag (after the EAL is up); -1 when the EAL refuses. */
+int vxl_init(void);
+
+static inline uint64_t vxl_tun_id(const struct rte_mbuf *m)
+{
+	if (likely(!(m->ol_flags & vxl_tun_id_flag)))
+		return 0;
+	return *RTE_MBUF_DYNFIELD(m, vxl_tun_id_offset, const uint32_t *);
+}
+
+static inline void vxl_set_tun_id(struct rte_mbuf *m, uint64_t id)
+{
+	if (vxl_tun_id_flag == 0)
+		return;
+	*RTE_MBUF_DYNFIELD(m, vxl_tun_id_offset, uint32_t *) = (uint32_t)id;
+	m->ol_flags |= vxl_tun_id_flag;
+}
 
 /* Checks P's spec against the ports that exist (the underlay) and makes its tunnel. */
 int vxl_prepare(struct port *p, char *err, size_t err_len);

@@ -11,8 +11,10 @@
 2. Two sluiced "hosts", each in its own network namespace, an underlay veth between them
    (or a memif between the daemons), a host namespace on each side: ping and iperf3 across
    the tunnel, counters that add up.
-3. The control side: a missing underlay, a duplicate tunnel, deleting an underlay in use.
-4. sluice-bench's vxlan variants (sluice and OVS-DPDK) pass traffic.
+3. A flow-based tunnel (vni=flow): set_field:5->tun_id picks the VNI, tun_id=5 matches
+   received frames, VNI 6 misses the table.
+4. The control side: a missing underlay, a duplicate tunnel, deleting an underlay in use.
+5. sluice-bench's vxlan variants (sluice and OVS-DPDK) pass traffic.
 """
 
 from __future__ import annotations
@@ -270,6 +272,50 @@ def test_kernel_vxlan_peer(kernel_peer: dict[str, str], daemon: Daemon, workdir:
         assert_accounting(daemon.port_stats(sw))
     stats = daemon.port_stats("br0")
     assert stats["vx"]["tx_packets"] > 1000 and stats["vx"]["rx_packets"] > 1000, stats["vx"]
+
+
+def test_flow_based_tunnel(net: Net, daemon: Daemon, workdir: Path) -> None:
+    """vni=flow (OVS's key=flow): one vxlan port for every VNI; flow rules pick the VNI with
+    set_field:ID->tun_id and tell received frames apart by their tun_id. The kernel peer has
+    two vxlan devices, VNI 5 and VNI 6, over the same underlay."""
+    t = net.tag
+    h0, k = net.ns("h0"), net.ns("k")
+    net.veth(f"{t}h", None, "eth0", h0)
+    addr(h0, "eth0", "192.168.77.1/24", mtu=1450)
+    net.veth(f"{t}u", None, "eth0", k)
+    addr(k, "eth0", "10.99.0.2/24")
+    kernel_vxlan(k, "vxlan5", 5, "10.99.0.2", "10.99.0.1", "eth0", "192.168.77.2/24")
+    kernel_vxlan(k, "vxlan6", 6, "10.99.0.2", "10.99.0.1", "eth0", "192.168.78.2/24")
+    daemon.call("add-switch", name="under", mode="patch")
+    daemon.call("add-port", switch="under", name="ul", spec=f"af_packet:iface={t}u")
+    daemon.call("add-switch", name="br0", mode="flow")
+    daemon.call("add-port", switch="br0", name="h0", spec=f"af_packet:iface={t}h")
+    daemon.call("add-port", switch="br0", name="vx",
+                spec="vxlan:underlay=ul,local_ip=10.99.0.1,remote_ip=10.99.0.2,vni=flow")
+    for flow in ("priority=10,in_port=h0,actions=set_field:5->tun_id,output:vx",
+                 "priority=10,in_port=vx,tun_id=5,actions=output:h0"):
+        daemon.call("add-flow", switch="br0", flow=flow)
+    assert vx_port(daemon, "br0", "vx")["tunnel"]["vni"] == "flow"
+    trace = daemon.call("trace", switch="br0", packet="in_port=vx,tun_id=5")
+    assert "output" in trace["text"] and "h0" in trace["text"], trace
+    cap = Capture(k, "eth0", workdir / "flow.pcap", "udp port 4789")
+    ping_until(h0, "192.168.77.2")
+    frames = cap.stop()
+    from scapy.all import IP  # type: ignore[import-untyped]
+    from scapy.layers.vxlan import VXLAN  # type: ignore[import-untyped]
+    vnis = {(f[IP].src, f[VXLAN].vni) for f in frames if VXLAN in f}
+    assert vnis == {("10.99.0.1", 5), ("10.99.0.2", 5)}, vnis
+    # VNI 6 reaches the port (the tunnel takes every VNI) and misses the table: no rule
+    # matches tun_id=6.
+    before = daemon.port_stats("br0")["vx"]
+    nsrun(k, "ip", "neigh", "replace", "192.168.78.1", "lladdr", "02:00:00:00:00:01",
+          "dev", "vxlan6")
+    ping(k, "192.168.78.1", 4)
+    after = daemon.port_stats("br0")["vx"]
+    assert after["drops"]["no_match"] - before["drops"]["no_match"] == 4, after
+    assert daemon.port_stats("under")["ul"]["drops"]["vxlan_no_tunnel"] == 0
+    for sw in ("br0", "under"):
+        assert_accounting(daemon.port_stats(sw))
 
 
 def test_control_errors(net: Net, daemon: Daemon) -> None:
