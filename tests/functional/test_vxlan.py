@@ -13,7 +13,8 @@
    the tunnel, counters that add up.
 3. A flow-based tunnel (vni=flow): set_field:5->tun_id picks the VNI, tun_id=5 matches
    received frames, VNI 6 misses the table.
-4. The control side: a missing underlay, a duplicate tunnel, deleting an underlay in use.
+4. The control side: a missing underlay, a duplicate tunnel, deleting an underlay in use;
+   the state file brings a tunnel back after a restart.
 5. sluice-bench's vxlan variants (sluice and OVS-DPDK) pass traffic.
 """
 
@@ -347,6 +348,32 @@ def test_control_errors(net: Net, daemon: Daemon) -> None:
     assert vx_port(daemon, "br0", "vx")["link"] == "down"
     daemon.call("del-port", switch="br0", name="vx")
     daemon.call("del-port", switch="under", name="ul")
+
+
+def test_state_file_restores_tunnels(net: Net, workdir: Path) -> None:
+    """A restart replays the state file: the underlay's switch first, then the tunnel."""
+    t = net.tag
+    k = net.ns("k")
+    net.veth(f"{t}u", None, "eth0", k)
+    state = workdir / "vx.state"
+    d = Daemon(workdir, "vs", ["--state", str(state)]).start()
+    spec = "vxlan:underlay=ul,local_ip=10.99.0.1,remote_ip=10.99.0.2,vni=9,remote_mac=" \
+           "02:00:00:00:00:09"
+    try:
+        d.call("add-switch", name="under", mode="patch")
+        d.call("add-port", switch="under", name="ul", spec=f"af_packet:iface={t}u")
+        d.call("add-switch", name="br0", mode="learn")
+        d.call("add-port", switch="br0", name="vx", spec=spec)
+    finally:
+        assert d.stop() == 0
+    d = Daemon(workdir, "vs", ["--state", str(state)]).start()
+    try:
+        port = vx_port(d, "br0", "vx")
+        assert port["spec"] == spec and port["tunnel"]["vni"] == 9, port
+        assert port["tunnel"]["remote_mac"].lower() == "02:00:00:00:00:09"
+        assert port["tunnel"]["remote_mac_from"] == "spec"
+    finally:
+        assert d.stop() == 0
 
 
 class Host:
