@@ -349,8 +349,12 @@ static inline uint16_t flow_sport(const struct rte_mbuf *m)
 				       ip->next_proto_id);
 		if ((ip->next_proto_id == IPPROTO_TCP || ip->next_proto_id == IPPROTO_UDP) &&
 		    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_OFFSET_MASK)) == 0 &&
-		    m->data_len >= RTE_ETHER_HDR_LEN + ihl + 4)
-			h = rte_hash_crc_4byte(*(const uint32_t *)((const uint8_t *)ip + ihl), h);
+		    m->data_len >= RTE_ETHER_HDR_LEN + ihl + 4) {
+			uint32_t ports;
+
+			memcpy(&ports, (const uint8_t *)ip + ihl, sizeof(ports));
+			h = rte_hash_crc_4byte(ports, h);
+		}
 	} else {
 		h = rte_hash_crc(d, 2 * RTE_ETHER_ADDR_LEN, 0);
 	}
