@@ -372,7 +372,7 @@ static inline const struct flow_prog *emc_lookup(struct flow_worker *w, uint32_t
 
 	for (k = 0; k < FLOW_EMC_WAYS; k++)
 		if (e[k].hash == hash && e[k].gen == gen && flow_key_equal(&e[k].key, key))
-			return &w->emc_prog[e - w->emc + k];
+			return e[k].prog->version == e[k].version ? e[k].prog : NULL;
 	return NULL;
 }
 
@@ -400,9 +400,22 @@ static inline size_t prog_size(const struct flow_prog *p)
 	return offsetof(struct flow_prog, mods) + p->n_mods * sizeof(p->mods[0]);
 }
 
-/* A slot for KEY: an invalid way first, else the way the hash picks. */
-static inline struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
-					  const struct flow_key *key, uint32_t hash)
+/* Copies program P into SLOT, with a version no program written before had. */
+static inline void write_prog(struct flow_worker *w, struct flow_prog *slot,
+			      const struct flow_prog *p)
+{
+	memcpy(slot, p, prog_size(p));
+	slot->version = ++w->prog_version;
+}
+
+/*
+ * An entry for KEY (an invalid way first, else the way the hash picks) pointing at P, which
+ * is a megaflow's program, or the worker's scratch: then it is copied into the entry's own
+ * slot. Returns the program the entry points at.
+ */
+static inline const struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
+						const struct flow_key *key, uint32_t hash,
+						const struct flow_prog *p)
 {
 	struct emc_entry *e = emc_set(w, hash);
 	unsigned int k = (hash >> 16) % FLOW_EMC_WAYS, j;
@@ -412,10 +425,18 @@ static inline struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
 			k = j;
 			break;
 		}
+	if (p == &w->scratch) {
+		struct flow_prog *own = &w->emc_prog[e - w->emc + k];
+
+		write_prog(w, own, p);
+		p = own;
+	}
 	e[k].hash = hash;
 	e[k].gen = gen;
+	e[k].version = p->version;
+	e[k].prog = p;
 	e[k].key = *key;
-	return &w->emc_prog[e - w->emc + k];
+	return p;
 }
 
 /*
@@ -542,14 +563,12 @@ static const struct flow_prog *find_program(struct flow *F, struct flow_worker *
 		}
 		p = mf_insert(w->mf, gen, &w->key[i], &wc);
 		if (p != NULL)
-			memcpy(p, &w->scratch, prog_size(&w->scratch));
-		made = &w->scratch;
+			write_prog(w, p, &w->scratch);
+		made = p != NULL ? p : &w->scratch;
 	}
 	if (!emc_should_insert(w, gen, hash))
 		return made;
-	p = emc_claim(w, gen, &w->key[i], hash);
-	memcpy(p, made, prog_size(made));
-	return p;
+	return emc_claim(w, gen, &w->key[i], hash, made);
 }
 
 /* Pass 3 for one frame: what its program says, as the worker's decision in FB. */
@@ -712,8 +731,11 @@ static void *flow_create(const json_t *params, char *err, size_t err_len)
 		if (w->pins == NULL || w->emc == NULL || w->emc_prog == NULL || w->mf == NULL)
 			goto fail;
 		/* Generation 0 is the first: mark every entry as of another one. */
-		for (unsigned int k = 0; k < FLOW_EMC_ENTRIES; k++)
+		for (unsigned int k = 0; k < FLOW_EMC_ENTRIES; k++) {
 			w->emc[k].gen = UINT32_MAX;
+			w->emc[k].prog = &w->emc_prog[k];   /* never NULL; its version differs */
+			w->emc[k].version = UINT32_MAX;
+		}
 	}
 	return F;
 fail:
