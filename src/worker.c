@@ -119,6 +119,7 @@ struct worker {
 	uint16_t used[SW_MAX_PORTS];
 	uint16_t n_used;
 	struct wk_out out[SW_MAX_PORTS];
+	struct vxl_split split;       /* frames an underlay's burst holds for its tunnels */
 } __rte_cache_aligned;
 
 static struct worker *workers[WK_MAX_WORKERS];
@@ -488,6 +489,26 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 }
 
 /*
+ * A burst from a port that carries vxlan ports (port_vxlan.h): their frames, decapsulated,
+ * are served as bursts received on the vxlan ports, one tunnel's run at a time; the rest
+ * (returned) goes to the underlay's own switch.
+ */
+static uint16_t serve_tunnels(struct worker *w, struct port *ul, struct rte_mbuf **pkts,
+			      uint16_t n)
+{
+	struct vxl_split *sp = &w->split;
+	uint16_t keep = vxl_rx_split(ul, (uint16_t)w->id, pkts, n, sp), i = 0, j;
+
+	while (i < sp->n) {
+		for (j = (uint16_t)(i + 1); j < sp->n && sp->port[j] == sp->port[i]; j++)
+			;
+		serve_burst(w, sp->port[i], &sp->pkts[i], (uint16_t)(j - i));
+		i = j;
+	}
+	return keep;
+}
+
+/*
  * Marks the start or the end of a burst (worker.h, wk_counters_begin). The release fence
  * orders the odd store before the counter stores that follow it, and the counter stores
  * before the even one; the reader pairs it with an acquire fence (a seqlock).
@@ -512,10 +533,15 @@ static inline uint64_t poll_rxq(struct worker *w, const struct wk_rxq *q)
 	uint64_t t0 = rte_rdtsc();
 	uint16_t n = port_rx_burst_queue(q->port, q->queue, w->rx, (uint16_t)config.burst);
 
+	uint16_t rest = n;
+
 	if (n == 0)
 		return 0;
 	burst_seq_step(w);
-	serve_burst(w, q->port, w->rx, n);
+	if (unlikely(__atomic_load_n(&q->port->tunnels, __ATOMIC_RELAXED) != NULL))
+		rest = serve_tunnels(w, q->port, w->rx, n);
+	if (rest > 0)
+		serve_burst(w, q->port, w->rx, rest);
 	burst_seq_step(w);
 	__atomic_store_n(&rq->cycles, rq->cycles + (rte_rdtsc() - t0), __ATOMIC_RELAXED);
 	__atomic_store_n(&rq->packets, rq->packets + n, __ATOMIC_RELAXED);

@@ -694,6 +694,11 @@ def format_learn_settings(s: Mapping[str, Any]) -> list[str]:
     return out
 
 
+
+def counted(n: object, noun: str) -> str:
+    """N NOUN, in the plural unless N is 1 ("1 group", "3 groups")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
 def format_show(r: Mapping[str, Any]) -> str:
     """Like `ovs-vsctl show`: the daemon, each switch with its ports and links, the workers."""
     version = r.get("version")
@@ -715,6 +720,7 @@ def format_show(r: Mapping[str, Any]) -> str:
                      p.get("peer"), p.get("worker"), p.get("spec")] for p in ports]
             out.append(table(["port", "id", "kind", "link", "mtu", "peer", "worker", "spec"],
                              rows, right={1, 4, 6}, indent="    "))
+        out.extend(format_tunnel(p) for p in ports if p.get("tunnel"))
         if ports and "links" in s:
             links = ", ".join(" <-> ".join(str(x) for x in link) for link in s["links"])
             out.append(f"    links: {links or 'none'}")
@@ -723,11 +729,13 @@ def format_show(r: Mapping[str, Any]) -> str:
         if s.get("mode") == "flow":
             cache, queue = s.get("cache") or {}, s.get("controller_queue") or {}
             mf = s.get("megaflows") or {}
-            out.append(f"    {s.get('rules')} rules in {s.get('subtables')} subtables, "
-                       f"{s.get('groups')} groups, {s.get('meters')} meters; cache "
+            out.append(f"    {counted(s.get('rules'), 'rule')} in "
+                       f"{counted(s.get('subtables'), 'subtable')}, "
+                       f"{counted(s.get('groups'), 'group')}, "
+                       f"{counted(s.get('meters'), 'meter')}; cache "
                        f"{cache.get('hits')} hits, {cache.get('misses')} misses; "
                        f"megaflows {mf.get('hits')} hits, {mf.get('misses')} misses, "
-                       f"{mf.get('masks')} masks; "
+                       f"{counted(mf.get('masks'), 'mask')}; "
                        f"controller queue {queue.get('queued')} queued, "
                        f"{queue.get('full')} lost when full")
     workers = r.get("workers") or []
@@ -735,6 +743,14 @@ def format_show(r: Mapping[str, Any]) -> str:
     if r.get("pools"):
         out.append(format_pools(r["pools"]))
     return "\n".join(out)
+
+
+def format_tunnel(p: Mapping[str, Any]) -> str:
+    """A vxlan port's tunnel (docs/ports.md, VXLAN): its underlay, VNI and next hop."""
+    t = p["tunnel"]
+    hop = (f"next hop {t.get('remote_mac')} ({t.get('remote_mac_from')})"
+           if t.get("remote_mac") else "next hop unknown (asking by ARP: link down)")
+    return f"    tunnel {p.get('name')}: over {t.get('underlay')}, VNI {t.get('vni')}, {hop}"
 
 
 def format_pools(pools: Sequence[Mapping[str, Any]]) -> str:
