@@ -318,7 +318,7 @@ static json_t *workers_json(void)
 		wk_read_stats(i, &st);
 		json_array_append_new(a, json_pack("{si si si sI sI sI sI sI si sI sb}",
 			"id", st.id, "lcore", st.lcore,
-			"cpu", rte_lcore_to_cpu_id((int)st.lcore),
+			"cpu", wk_lcore_cpu(st.lcore),
 			"loops", (json_int_t)st.loops, "busy_cycles", (json_int_t)st.busy_cycles,
 			"idle_cycles", (json_int_t)st.idle_cycles,
 			"packets", (json_int_t)st.packets, "sleeps", (json_int_t)st.sleeps,

@@ -89,7 +89,7 @@ json_t *ctl_show_rxqs(json_t *params, struct ctl_error *e)
 
 		wk_read_stats(i, &st);
 		json_array_append_new(workers, json_pack("{si si si si sf}", "id", i,
-			"lcore", st.lcore, "cpu", rte_lcore_to_cpu_id((int)st.lcore),
+			"lcore", st.lcore, "cpu", wk_lcore_cpu(st.lcore),
 			"queues", queues[i], "usage", percent(worker_cycles[i], tsc)));
 	}
 	return json_pack("{sf so so so}", "window_s", win_s, "rebalance", settings_json(),

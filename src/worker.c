@@ -136,6 +136,17 @@ unsigned int wk_count(void)
 	return n_workers;
 }
 
+int wk_lcore_cpu(unsigned int lcore)
+{
+	rte_cpuset_t set = rte_lcore_cpuset(lcore);
+	int cpu;
+
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			return cpu;
+	return -1;
+}
+
 static void stage(struct worker *w, uint16_t o, struct rte_mbuf *m, uint8_t is_copy)
 {
 	struct wk_out *out = &w->out[o];
@@ -668,7 +679,7 @@ int wk_start(void)
 			return -1;
 		}
 		LOG(INFO, "worker %u polling on lcore %u (cpu %d)", i, workers[i]->lcore,
-		    rte_lcore_to_cpu_id((int)workers[i]->lcore));
+		    wk_lcore_cpu(workers[i]->lcore));
 	}
 	__atomic_store_n(&polling, true, __ATOMIC_RELEASE);
 	return 0;

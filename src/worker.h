@@ -33,6 +33,11 @@ int wk_start(void);
 void wk_stop(void);
 void wk_fini(void);
 unsigned int wk_count(void);
+/*
+ * The CPU lcore LCORE runs on (the first of its set). rte_lcore_to_cpu_id() gives the
+ * lcore's own number when --lcores maps it (2@1 said cpu 0 for a worker pinned to CPU 1).
+ */
+int wk_lcore_cpu(unsigned int lcore);
 
 /* Receive queues one worker may poll. */
 #define WK_MAX_RXQS 1024
