@@ -91,6 +91,14 @@ def test_testpmd_against_itself_gives_a_ratio_near_one(tmp_path: Path) -> None:
     assert len({x["trial"] for x in measured}) == 4, rows(out)   # two in each generator order
     ratios = [x["ratio_median"] for x in measured]
     assert 0.9 <= statistics.median(ratios) <= 1.1, ratios
+    # Its cost per packet against itself, window by window, near 1. Loose bounds for a
+    # shared machine (docs/bench.md has the validation measured under the lock): a host
+    # that preempts a forwarding thread inside a busy pass adds the time to its own
+    # (TSC) figure, so that one scatters most; a reading across a stop would be off by
+    # far more.
+    for fig, (lo, hi) in (("proc_ratio", (0.8, 1.25)), ("own_ratio", (0.67, 1.5))):
+        pooled = [v for x in measured for v in x["cost"].get(fig, [])]
+        assert len(pooled) >= 5 and lo <= statistics.median(pooled) <= hi, (fig, pooled)
     assert_cleaned_up(out)
 
 
