@@ -242,7 +242,7 @@ TEXT = (
 
 def section(ls: Sequence[Line], figure: str | None) -> list[Section]:
     """The verdict table, then its figure."""
-    head = ["scenario", "size", "placement", "winner", "sluice", "peer", "ratio [q1-q3]",
+    head = ["scenario", "size", "placement", "winner", "switch", "peer", "ratio [q1-q3]",
             "windows", "cost [q1-q3] (n)", "note"]
     body = [[ln.scenario, f"{ln.size} B", ln.placement, ln.winner, ln.subject, ln.peer,
              ratio_text(ln.rate), str(ln.rate.windows) if ln.rate else "",
