@@ -139,3 +139,14 @@ def test_a_pair_never_in_one_placement_is_listed_without_a_ratio() -> None:
     assert ln.placement == "mixed"
     assert (ln.subject, ln.rate) == ("sluice:patch", None)
     assert ln.flags == "not both measured mixed"
+
+
+def test_cost_of_latency_trials_is_kept_apart_per_load() -> None:
+    sat = row("sluice:patch", method="interleaved", cost={"own_cpp": [100.0]})
+    half = row("sluice:patch", method="latency", latency_kind="loads", latency_load=0.5,
+               cost={"own_cpp": [300.0]})
+    fixed = row("sluice:patch", method="latency", latency_kind="fixed", asked_pps=1e6,
+                cost={"own_cpp": [500.0]})
+    got = {c.scenario: c.own.median for c in report_cost.cost_lines([sat, half, fixed])
+           if c.own}
+    assert got == {"v2v": 100.0, "v2v at 0.5 R+": 300.0, "v2v at 1 Mpps": 500.0}

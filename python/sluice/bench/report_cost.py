@@ -59,6 +59,18 @@ class CostLine:
     ratio_how: str                # "windows", "quotient", "reference" or ""
 
 
+def load_text(r: Row) -> str:
+    """How a latency row loaded the switch (' at 0.5 R+', ' at 1 Mpps', ' echo, bursts of
+    4'); '' for a throughput row (saturated)."""
+    if r.method != "latency":
+        return ""
+    if r.latency_kind == "echo":
+        return f" echo, bursts of {r.burst}"
+    if r.latency_load is not None:
+        return f" at {r.latency_load:g} R+"
+    return f" at {(r.asked_pps or 0) / 1e6:g} Mpps"
+
+
 def _pool(rows: Sequence[Row], name: str) -> list[float]:
     return [float(v) for r in rows for v in (r.cost.get(name) or [])]
 
@@ -82,8 +94,7 @@ def cost_lines(rows: Sequence[Row], baseline: str = "") -> list[CostLine]:
     groups: dict[tuple[str, int, str, str], list[Row]] = defaultdict(list)
     for r in rows:
         if r.cost and not r.oversubscribed and r.method != "search":
-            load = f" at {r.latency_load:g} R+" if r.latency_load is not None else ""
-            groups[(_scenario(r) + load, r.size, _key(r), r.placement)].append(r)
+            groups[(_scenario(r) + load_text(r), r.size, _key(r), r.placement)].append(r)
     out = []
     for (scn, size, key, place), rs in sorted(groups.items()):
         own, proc = _spread(_pool(rs, "own_cpp")), _spread(_pool(rs, "proc_cpp"))
