@@ -150,3 +150,13 @@ def test_cost_of_latency_trials_is_kept_apart_per_load() -> None:
     got = {c.scenario: c.own.median for c in report_cost.cost_lines([sat, half, fixed])
            if c.own}
     assert got == {"v2v": 100.0, "v2v at 0.5 R+": 300.0, "v2v at 1 Mpps": 500.0}
+
+
+def test_cost_ratio_through_the_baseline_both_alternated_with() -> None:
+    s = row("sluice:flow", "testpmd:io", 1.2, cost={"proc_ratio": [0.8, 0.8, 0.8]})
+    o = row("ovs-dpdk:flows", "testpmd:io", 0.7, cost={"proc_ratio": [1.6, 1.6]})
+    t = row("testpmd:io", "sluice:flow", 1 / 1.2)
+    got = {ln.peer: ln for ln in report_verdict.lines([s, o, t], "testpmd")}
+    ln = got["ovs-dpdk:flows"]
+    assert ln.cost is not None and ln.cost.median == pytest.approx(0.5)
+    assert ln.cost_how == "via testpmd:io" and ln.cost.n == 2

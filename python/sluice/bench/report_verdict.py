@@ -116,22 +116,32 @@ def rate_ratio(by_key: dict[str, list[Row]], subject: str, peer: str,
     return Ratio(rs / rp, rs / rp, rs / rp, 0, "R+ of separate trials") if rp > 0 else None
 
 
-def cost_ratio(by_key: dict[str, list[Row]], subject: str, peer: str
-               ) -> tuple[Spread | None, str]:
+def _cost_vs(rs: Sequence[Row], vs: str) -> Spread | None:
+    vals = [v for r in rs if r.ratio_vs == vs for v in r.cost.get("proc_ratio", [])]
+    return spread(vals) if vals else None
+
+
+def cost_ratio(by_key: dict[str, list[Row]], subject: str, peer: str,
+               baseline: str | None = None) -> tuple[Spread | None, str]:
     """SUBJECT's /proc CPU per frame over PEER's: window by window where they alternated,
-    else the quotient of the medians."""
-    mine = [v for r in by_key[subject] if r.ratio_vs == peer
-            for v in r.cost.get("proc_ratio", [])]
-    if mine:
-        return spread(mine), "windows"
-    theirs = [1 / v for r in by_key[peer] if r.ratio_vs == subject
-              for v in r.cost.get("proc_ratio", []) if v]
-    if theirs:
-        return spread(theirs), "windows"
+    else through a switch both alternated with (the baseline first), else the quotient of
+    the medians."""
+    direct = _cost_vs(by_key[subject], peer)
+    if direct:
+        return direct, "windows"
+    back = _cost_vs(by_key[peer], subject)
+    if back:
+        return Spread(1 / back.median, 1 / back.q3, 1 / back.q1, back.n), "windows"
+    for b in [x for x in ([baseline] if baseline else []) + sorted(by_key)
+              if x and x in by_key and x not in (subject, peer)]:
+        s, p = _cost_vs(by_key[subject], b), _cost_vs(by_key[peer], b)
+        if s and p:
+            return Spread(s.median / p.median, s.q1 / p.q3, s.q3 / p.q1,
+                          min(s.n, p.n)), f"via {b}"
     a = [v for r in by_key[subject] for v in r.cost.get("proc_nspp", [])]
-    b = [v for r in by_key[peer] for v in r.cost.get("proc_nspp", [])]
-    if a and b:
-        sa, sb = spread(a), spread(b)
+    b_ = [v for r in by_key[peer] for v in r.cost.get("proc_nspp", [])]
+    if a and b_:
+        sa, sb = spread(a), spread(b_)
         return Spread(sa.median / sb.median, sa.q1 / sb.q3, sa.q3 / sb.q1,
                       min(sa.n, sb.n)), "quotient"
     return None, ""
@@ -202,7 +212,7 @@ def lines(rows: Sequence[Row], baseline: str | None = None) -> list[Line]:
                 out.append(Line(scn, size, place, top, subject, peer, None, None, "",
                                 f"not both measured {place}"))
                 continue
-            c, how = cost_ratio(by_key, subject, peer)
+            c, how = cost_ratio(by_key, subject, peer, base)
             flags = [f for f, on in (
                 ("generator-bound", any(r.generator_bound for k in (subject, peer)
                                        for r in by_key[k])),
@@ -227,7 +237,7 @@ def cost_text(c: Spread | None, how: str) -> str:
     if c is None:
         return ""
     return (f"{c.median:.3f} [{c.q1:.3f}-{c.q3:.3f}] ({c.n})"
-            + (" (quotient)" if how == "quotient" else ""))
+            + ("" if how == "windows" else f" ({how})"))
 
 
 TEXT = (
