@@ -274,7 +274,8 @@ def test_sampler_reads_only_inside_the_stretches_a_process_runs() -> None:
                 time.sleep(0.6)
                 os.kill(proc.pid, signal.SIGCONT)
 
-        sampler = cost.Sampler({"x": FakeSwitch(proc.pid)}, pin, alternating=True,
+        sampler = cost.Sampler({"x": FakeSwitch(proc.pid)}, pin,  # type: ignore[dict-item]
+                               alternating=True,
                                settle_s=0.15, window_s=0.6)
         with sampler:
             t = threading.Thread(target=alternate)

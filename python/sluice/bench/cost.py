@@ -35,9 +35,12 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sluice.bench.stats import Sample
+
+if TYPE_CHECKING:
+    from sluice.bench.switches.base import Switch
 
 POLL_S = 0.01          # how often the sampler reads states and CPU times
 MARGIN_S = 0.05        # an own reading starts this long after the settling time, ends before
@@ -187,7 +190,7 @@ class Sampler:
     ends; otherwise back-to-back readings of SPAN_S. Use as a context manager around the
     generator's run; `traces` holds what was seen, by key."""
 
-    def __init__(self, switches: Mapping[str, Any], cpu: int, *, alternating: bool,
+    def __init__(self, switches: Mapping[str, Switch], cpu: int, *, alternating: bool,
                  settle_s: float, window_s: float, span_s: float = SPAN_S) -> None:
         self.alternating = alternating
         self.settle_s, self.window_s, self.span_s = settle_s, window_s, span_s
