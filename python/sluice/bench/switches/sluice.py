@@ -27,6 +27,7 @@ from typing import Any
 
 from sluice.bench import flowctl, procs, program, rules
 from sluice.bench.arrange import Poller
+from sluice.bench.cost import CumulativeMeter, Meter
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 from sluice.rpc import RpcClient, RpcError
 
@@ -190,14 +191,21 @@ class Sluice(Switch):
             return f"sluiced flow: {how}{acl}; {poll}"
         return f"sluiced learn: all ports in one learning bridge (MAC learning, flooding); {poll}"
 
-    def cycles(self) -> tuple[int, int] | None:
+    def worker_cycles(self) -> tuple[float, int] | None:
+        """Busy TSC cycles and packets received of all workers so far (`stats`)."""
         try:
             with RpcClient(str(self.socket), timeout=5) as rpc:
                 workers = rpc.call("stats").get("workers", [])
         except (OSError, RpcError):
             return None
-        return (sum(int(w["busy_cycles"]) for w in workers),
+        return (float(sum(int(w["busy_cycles"]) for w in workers)),
                 sum(int(w["packets"]) for w in workers))
+
+    def cost_meter(self) -> Meter | None:
+        # A worker counts the TSC cycles of each pass that received something (its receive
+        # bursts, the forwarding function, the transmit bursts), not those of empty passes.
+        return CumulativeMeter("sluiced stats: worker busy cycles / packets received",
+                               self.worker_cycles)
 
     def port_counters(self) -> dict[str, dict[str, Any]] | None:
         """sluiced's per-port counters (`stats`): rx, tx, the input port's drops by reason
