@@ -293,10 +293,12 @@ json_t *ctl_set_controller_status(json_t *params, struct ctl_error *e)
 	/* "status" is an object; ctl_check_params knows no object type, so it is checked here. */
 	if (!json_is_object(status))
 		return ctl_fail(e, CTL_INVALID_PARAMS, "'status' must be an object");
-	json_object_del(params, "status");
-	if (ctl_check_params(params, defs, e) != 0 || (s = find_flow_switch(params, e)) == NULL)
-		return NULL;
 	text = json_dumps(status, JSON_COMPACT);
+	json_object_del(params, "status");
+	if (ctl_check_params(params, defs, e) != 0 || (s = find_flow_switch(params, e)) == NULL) {
+		free(text);
+		return NULL;
+	}
 	if (text == NULL || strlen(text) >= OF_STATUS_LEN) {
 		free(text);
 		return ctl_fail(e, CTL_INVALID_PARAMS, "'status' is longer than %d bytes",
