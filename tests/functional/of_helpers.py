@@ -75,12 +75,12 @@ def add_ports(daemon: Daemon, switch: str, hosts: NetHosts) -> None:
 class Proc:
     """A process of the test, its output in a log file; ended by PID."""
 
-    def __init__(self, args: list[str], log: Path, cwd: Path | None = None) -> None:
+    def __init__(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
-        env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+        env = dict(env or os.environ, PYTHONPATH=str(REPO / "python"))
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+                                         stdin=subprocess.DEVNULL, env=env)
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")

@@ -225,9 +225,16 @@ class Agent:
             self.counters.packet_ins_dropped += 1
 
     def table_miss_key(self, table: int, cookie: int) -> bool:
-        """Whether the rule that sent it is a table-miss entry (priority 0, empty match)."""
-        return (table, 0, ()) in self.instructions and \
-            self.flow_flags.get((table, 0, ()), -1) == cookie
+        """Whether the rule that sent it is likely the table's table-miss entry (priority 0,
+        empty match, with this cookie and an output to the controller): sluiced's packet-in
+        names the table and cookie, not the rule, so a packet from another rule with the
+        same cookie that also outputs to the controller would be taken for a miss too."""
+        key = (table, 0, ())
+        if self.flow_flags.get(key, -1) != cookie:
+            return False
+        return any(isinstance(a, parser.OFPActionOutput) and a.port == ofp.OFPP_CONTROLLER
+                   for inst in self.instructions.get(key, [])
+                   for a in getattr(inst, "actions", []))
 
     def flow_removed(self, p: dict[str, Any]) -> None:
         text = p["flow"]
