@@ -90,9 +90,9 @@ class Proc:
             stop_process(self.proc, timeout=5)
 
 
-def start_agent(daemon: Daemon, switch: str) -> Proc:
+def start_agent(daemon: Daemon, switch: str, *extra: str) -> Proc:
     return Proc([str(REPO / "bin" / "sluice-ofagent"), "--socket", str(daemon.socket), "-v",
-                 switch], daemon.workdir / f"agent-{switch}.log")
+                 *extra, switch], daemon.workdir / f"agent-{switch}.log")
 
 
 def wait_connected(daemon: Daemon, switch: str, timeout: float = 20) -> None:

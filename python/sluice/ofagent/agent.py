@@ -89,6 +89,7 @@ class PortInfo:
 class Agent:
     socket_path: str
     switch: str
+    echo_interval: float = ECHO_INTERVAL
     rpc: AsyncRpc = field(init=False)
     events: AsyncRpc = field(init=False)
     conns: dict[str, Conn] = field(default_factory=dict)
@@ -162,7 +163,7 @@ class Agent:
         elif not want and self.fail_open:
             with contextlib.suppress(RpcError):
                 await self.rpc.call("del-flows", switch=self.switch,
-                                    flow=f"cookie={FAIL_OPEN_COOKIE:#x}/-1")
+                                    flow=f"cookie={FAIL_OPEN_COOKIE:#x}/0xffffffffffffffff")
             self.fail_open = False
 
     async def report_loop(self) -> None:
@@ -330,8 +331,8 @@ class Agent:
 
     async def keepalive(self, c: Conn) -> None:
         while True:
-            await asyncio.sleep(ECHO_INTERVAL)
-            if time.monotonic() - c.last_rx < ECHO_INTERVAL or c.writer is None:
+            await asyncio.sleep(self.echo_interval)
+            if time.monotonic() - c.last_rx < self.echo_interval or c.writer is None:
                 continue
             if c.echo_pending >= ECHO_MISSES:
                 log.info("%s: controller %s does not answer echo; reconnecting",
@@ -489,6 +490,7 @@ class Agent:
             elif cmd in (ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT):
                 await self.rpc.call("mod-flows", switch=self.switch, flow=text,
                                     strict=cmd == ofp.OFPFC_MODIFY_STRICT)
+                await self.remember_modified(fm, text)
             else:
                 await self.rpc.call("del-flows", switch=self.switch, flow=text,
                                     strict=cmd == ofp.OFPFC_DELETE_STRICT)
@@ -497,6 +499,19 @@ class Agent:
                     self.instructions.clear()
         except RpcError as e:
             raise rule_error(e.message) from e
+
+    async def remember_modified(self, fm: Any, text: str) -> None:
+        """The rules a modify changed now have its instructions (for flow stats)."""
+        flt = text.split(",actions=", 1)[0] if ",actions=" in text else ""
+        params: dict[str, Any] = {"switch": self.switch,
+                                  "strict": fm.command == ofp.OFPFC_MODIFY_STRICT}
+        if flt and not flt.startswith("actions="):
+            params["flow"] = flt
+        names = self.port_names()
+        for f in (await self.rpc.call("dump-flows", **params))["flows"]:
+            m = match_from_text(f["match"], names)
+            key = (f["table"], f["priority"], tuple(sorted((k, repr(v)) for k, v in m.items())))
+            self.instructions[key] = fm.instructions
 
     async def group_mod(self, gm: wire.GroupMod) -> None:
         try:
@@ -856,14 +871,16 @@ def main(argv: list[str] | None = None) -> int:
                     "(sluicectl set-controller SWITCH tcp:IP:PORT names them).")
     ap.add_argument("switches", nargs="+", metavar="SWITCH", help="flow switches to serve")
     ap.add_argument("--socket", default=None, help="sluiced's control socket")
-    ap.add_argument("-v", "--verbose", action="store_true", help="log every connection event")
+    ap.add_argument("--echo-interval", type=float, default=ECHO_INTERVAL, metavar="S",
+                    help=f"probe a silent controller every S seconds (default {ECHO_INTERVAL})")
+    ap.add_argument("-v", "--verbose", action="store_true", help="log every message")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="sluice-ofagent: %(message)s")
     path = args.socket or default_socket()
 
     async def serve() -> None:
-        agents = [Agent(path, s) for s in args.switches]
+        agents = [Agent(path, s, echo_interval=args.echo_interval) for s in args.switches]
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, lambda: [a.stopping.set() for a in agents])
