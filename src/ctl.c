@@ -29,6 +29,7 @@
 #include "ctl_events.h"
 #include "log.h"
 #include "notify.h"
+#include "ofagent_proc.h"
 #include "port.h"
 #include "state.h"
 #include "switch.h"
@@ -871,6 +872,7 @@ int ctl_serve(void)
 		}
 		timeout = sw_tick_all() ? CTL_HOUSEKEEPING_MS : CTL_LINK_MS;
 		push_events();
+		ofa_tick();
 		state_due = state_pending_ms();
 		if (state_due >= 0)
 			timeout = RTE_MIN(timeout, state_due);

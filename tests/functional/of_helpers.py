@@ -90,6 +90,15 @@ class Proc:
             stop_process(self.proc, timeout=5)
 
 
+AGENT = REPO / "bin" / "sluice-ofagent"
+
+
+def agent_daemon(workdir: Path, name: str, spawn: bool) -> Daemon:
+    """A sluiced that runs the agent itself (SPAWN: `set-controller` is all it takes), or
+    runs none (the test starts its own, with options)."""
+    return Daemon(workdir, name, ["--ofagent", str(AGENT)] if spawn else ["--no-ofagent"])
+
+
 def start_agent(daemon: Daemon, switch: str, *extra: str) -> Proc:
     return Proc([str(REPO / "bin" / "sluice-ofagent"), "--socket", str(daemon.socket), "-v",
                  *extra, switch], daemon.workdir / f"agent-{switch}.log")

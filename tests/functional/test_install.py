@@ -51,6 +51,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory):
 
 def test_everything_is_installed(installed: Path) -> None:
     expected = ["sbin/sluiced", "bin/sluicectl", "bin/sluice-bench", "bin/sluice-gen",
+                "bin/sluice-ofagent", "share/doc/sluice/openflow.md",
                 "bin/sluice-placement", "bin/sluice-sockets",
                 "libexec/sluice/sluice-hugepages", "lib/systemd/system/sluiced.service",
                 "lib/sysusers.d/sluice.conf", "etc/sluice/sluiced.conf", "etc/default/sluiced",

@@ -23,9 +23,9 @@ from of_helpers import (
     NetHosts,
     Proc,
     add_ports,
+    agent_daemon,
     free_tcp_port,
     run,
-    start_agent,
     wait_connected,
     wait_port,
 )
@@ -68,6 +68,14 @@ def faucet_yaml(n_ports: int) -> str:
 
 
 @pytest.fixture
+def daemon(workdir: Path) -> Iterator[Daemon]:
+    """sluiced running the agent itself."""
+    d = agent_daemon(workdir, "d", spawn=True).start()
+    yield d
+    assert d.stop() == 0, d.log.read_text()
+
+
+@pytest.fixture
 def hosts() -> Iterator[NetHosts]:
     h = NetHosts(3, net=95)
     spare = f"of{os.getpid() % 100000}v4"
@@ -104,7 +112,6 @@ def test_faucet_pipeline(daemon: Daemon, hosts: NetHosts, workdir: Path) -> None
     faucet = Proc([FAUCET, "--ryu-ofp-listen-host", "127.0.0.1",
                    "--ryu-ofp-tcp-listen-port", str(of_port)], workdir / "faucet.out",
                   env=env)
-    agent = start_agent(daemon, "br0")
     servers: list[subprocess.Popen[bytes]] = []
     try:
         wait_port(of_port, timeout=30)
@@ -116,7 +123,7 @@ def test_faucet_pipeline(daemon: Daemon, hosts: NetHosts, workdir: Path) -> None
                              daemon.call("dump-flows", switch="br0")["flows"]), timeout=20)
 
         for i, j in ((0, 1), (1, 2), (2, 0)):
-            assert hosts.ping(i, j, count=2), faucet.text() + agent.text()
+            assert hosts.ping(i, j, count=2), faucet.text() + daemon.log.read_text()
         wait_for(lambda: metric(prom_port, "vlan_hosts_learned") == 3.0, timeout=10)
 
         # iperf3 on 5201 works; the same server on port 22 is never reached
@@ -127,7 +134,7 @@ def test_faucet_pipeline(daemon: Daemon, hosts: NetHosts, workdir: Path) -> None
                                             stderr=subprocess.DEVNULL))
         wait_for(lambda: all(f":{p}" in run(*hosts.exec(1, "ss", "-ltn")).stdout
                              for p in (5201, 22)))
-        assert tcp_connects(hosts, 0, 1, 5201), agent.text()
+        assert tcp_connects(hosts, 0, 1, 5201), daemon.log.read_text()
         assert not tcp_connects(hosts, 0, 1, 22)
         dropped = [f for f in daemon.call("dump-flows", switch="br0")["flows"]
                    if "tp_dst=22" in f["match"] and f["actions"] == "drop"]
@@ -159,5 +166,4 @@ def test_faucet_pipeline(daemon: Daemon, hosts: NetHosts, workdir: Path) -> None
         for s in servers:
             s.terminate()
             s.wait(5)
-        agent.stop()
         faucet.stop()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import signal
 import socket
 import struct
 import time
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from of_helpers import Proc, run, start_agent
+from of_helpers import Proc, agent_daemon, run, start_agent
 from os_ken.ofproto import ofproto_parser
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as p
@@ -143,6 +145,14 @@ def frame(dst: str = "02:00:00:00:00:02", src: str = "02:00:00:00:00:01",
     body = payload + bytes(max(0, 46 - len(payload)))
     return (mac(dst.replace(":", "")) + mac(src.replace(":", "")) +
             struct.pack("!H", ETH_TEST) + body)
+
+
+@pytest.fixture
+def daemon(workdir: Path) -> Iterator[Daemon]:
+    """sluiced without an agent of its own."""
+    d = agent_daemon(workdir, "d", spawn=False).start()
+    yield d
+    assert d.stop() == 0, d.log.read_text()
 
 
 @pytest.fixture
@@ -461,7 +471,7 @@ def test_settings_survive_a_restart(workdir: Path) -> None:
     """Controllers, datapath id and fail mode are in the state file like everything else;
     bad settings are refused with a message naming them."""
     state = workdir / "of.state"
-    d = Daemon(workdir, "ofst", ["--state", str(state)]).start()
+    d = Daemon(workdir, "ofst", ["--state", str(state), "--no-ofagent"]).start()
     try:
         d.call("add-switch", name="br0", mode="flow")
         d.call("set-controller", switch="br0",
@@ -491,3 +501,31 @@ def test_settings_survive_a_restart(workdir: Path) -> None:
         assert d.call("get-controller", switch="br0")["targets"] == []
     finally:
         d.stop()
+
+
+def test_sluiced_runs_the_agent(workdir: Path) -> None:
+    """set-controller is all it takes: sluiced starts the agent, starts it again when it
+    dies, and stops it on del-controller."""
+    d = agent_daemon(workdir, "run", spawn=True).start()
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(4)
+    lsock.settimeout(20)
+    try:
+        d.call("add-switch", name="br0", mode="flow")
+        d.call("set-controller", switch="br0", targets=[f"tcp:127.0.0.1:{lsock.getsockname()[1]}"])
+        conn, _ = lsock.accept()
+        assert isinstance(Controller(conn).recv(), p.OFPHello)
+        m = re.search(r"OpenFlow agent started \(.*, pid (\d+)\)", d.log.read_text())
+        assert m is not None, d.log.read_text()
+        os.kill(int(m.group(1)), signal.SIGKILL)
+        conn.close()
+        conn, _ = lsock.accept()                  # started again after its back-off
+        assert isinstance(Controller(conn).recv(), p.OFPHello)
+        assert "ended by signal 9" in d.log.read_text()
+        d.call("del-controller", switch="br0")
+        wait_for(lambda: d.log.read_text().count("OpenFlow agent (pid") >= 2)
+        conn.close()
+    finally:
+        lsock.close()
+        assert d.stop() == 0

@@ -19,8 +19,8 @@ from of_helpers import (
     NetHosts,
     Proc,
     add_ports,
+    agent_daemon,
     free_tcp_port,
-    start_agent,
     wait_connected,
     wait_port,
 )
@@ -31,6 +31,14 @@ OSKEN = shutil.which("osken-manager", path=str(VENV_BIN)) or shutil.which("osken
 APP = Path(__file__).parent / "openflow" / "osken_learning_switch.py"
 pytestmark = pytest.mark.skipif(OSKEN is None, reason="os-ken 3.1.0 not installed "
                                 "(scripts/setup.sh installs it)")
+
+
+@pytest.fixture
+def daemon(workdir: Path) -> Iterator[Daemon]:
+    """sluiced running the agent itself."""
+    d = agent_daemon(workdir, "d", spawn=True).start()
+    yield d
+    assert d.stop() == 0, d.log.read_text()
 
 
 @pytest.fixture
@@ -46,7 +54,6 @@ def test_osken_learning_switch(daemon: Daemon, hosts: NetHosts) -> None:
     assert OSKEN is not None
     osken = Proc([OSKEN, "--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", str(port),
                   str(APP)], daemon.workdir / "osken.log")
-    agent = start_agent(daemon, "br0")
     try:
         wait_port(port)
         daemon.call("set-controller", switch="br0", targets=[f"tcp:127.0.0.1:{port}"])
@@ -54,7 +61,7 @@ def test_osken_learning_switch(daemon: Daemon, hosts: NetHosts) -> None:
         wait_connected(daemon, "br0")
         wait_for(lambda: any(f["priority"] == 0 and "CONTROLLER" in f["actions"].upper()
                              for f in daemon.call("dump-flows", switch="br0")["flows"]))
-        assert hosts.ping(0, 1, count=3), osken.text() + agent.text()
+        assert hosts.ping(0, 1, count=3), osken.text() + daemon.log.read_text()
         assert hosts.ping(2, 0, count=3)
         flows = daemon.call("dump-flows", switch="br0")["flows"]
         learned = [f for f in flows if f["priority"] == 1]
@@ -77,5 +84,4 @@ def test_osken_learning_switch(daemon: Daemon, hosts: NetHosts) -> None:
         assert show["openflow"]["status"]["connections"][0]["connected"]
         assert_accounting(daemon.port_stats("br0"))
     finally:
-        agent.stop()
         osken.stop()

@@ -47,6 +47,7 @@ PACKET_IN_RATE = 1000        # packet-ins a second to the controllers (token buc
 FAIL_OPEN_COOKIE = 0x5157CE0000000001   # the standalone rule's, to find it again
 CAPABILITIES = (ofp.OFPC_FLOW_STATS | ofp.OFPC_TABLE_STATS | ofp.OFPC_PORT_STATS |
                 ofp.OFPC_GROUP_STATS)
+FAIL_OPEN_AFTER = 3.0        # seconds without a controller before standalone takes over
 PORT_SPEED_KBPS = 10_000_000
 PORT_CURR = ofp.OFPPF_10GB_FD | ofp.OFPPF_COPPER
 
@@ -103,6 +104,7 @@ class Agent:
     last_refill: float = field(default_factory=time.monotonic)
     generation_id: int = -1
     fail_open: bool = False
+    last_connected: float = field(default_factory=time.monotonic)
     start: float = field(default_factory=time.monotonic)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -153,8 +155,13 @@ class Agent:
         return any(c.connected for c in self.conns.values())
 
     async def check_fail_mode(self) -> None:
-        """Standalone: `normal` forwarding while no controller is connected (as OVS)."""
-        want = self.settings.get("fail_mode") == "standalone" and not self.any_connected()
+        """Standalone: `normal` forwarding once no controller has been connected for
+        FAIL_OPEN_AFTER seconds (as OVS's fail-open; a short gap, or the agent's own
+        restart, leaves the controller's rules alone)."""
+        if self.any_connected():
+            self.last_connected = time.monotonic()
+        want = (self.settings.get("fail_mode") == "standalone" and not self.any_connected()
+                and time.monotonic() - self.last_connected >= FAIL_OPEN_AFTER)
         if want and not self.fail_open:
             await self.rpc.call("replace-flows", switch=self.switch, flows=[
                 f"priority=0,cookie={FAIL_OPEN_COOKIE:#x},actions=normal"])
@@ -180,6 +187,7 @@ class Agent:
             }
             with contextlib.suppress(RpcError, ConnectionError):
                 await self.rpc.call("set-controller-status", switch=self.switch, status=status)
+                await self.check_fail_mode()
             await asyncio.sleep(1.0)
 
     async def on_event(self, method: str, params: dict[str, Any]) -> None:
