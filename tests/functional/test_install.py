@@ -19,7 +19,8 @@ from conftest import REPO, Daemon
 
 VERSION = (REPO / "VERSION").read_text().strip()
 PREFIX = "/opt/sluice-test"
-MAN_PAGES = ["man8/sluiced.8", "man8/sluicectl.8", "man8/sluice-gen.8", "man1/sluice-bench.1",
+MAN_PAGES = ["man8/sluiced.8", "man8/sluicectl.8", "man8/sluice-ofagent.8", "man8/sluice-gen.8",
+             "man1/sluice-bench.1",
              "man1/sluice-placement.1", "man1/sluice-sockets.1"]
 
 
