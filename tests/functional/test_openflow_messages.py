@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Iterator
@@ -529,3 +530,50 @@ def test_sluiced_runs_the_agent(workdir: Path) -> None:
     finally:
         lsock.close()
         assert d.stop() == 0
+
+
+def make_certs(d: Path) -> None:
+    """A CA, and a certificate of it for the controller and one for the switch."""
+    def ossl(*args: str) -> None:
+        run("openssl", *args)
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
+         "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
+    for who in ("ctl", "sw"):
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={who}",
+             "-keyout", str(d / f"{who}.key"), "-out", str(d / f"{who}.csr"))
+        ossl("x509", "-req", "-in", str(d / f"{who}.csr"), "-CA", str(d / "ca.pem"),
+             "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "1",
+             "-out", str(d / f"{who}.pem"))
+
+
+def test_ssl_controller(daemon: Daemon, workdir: Path) -> None:
+    """ssl: targets: the agent presents the switch's certificate and checks the
+    controller's against the CA; the controller checks the switch's."""
+    make_certs(workdir)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(workdir / "ca.pem"))
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_cert_chain(str(workdir / "ctl.pem"), str(workdir / "ctl.key"))
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    lsock.settimeout(20)
+    daemon.call("add-switch", name="br0", mode="flow")
+    agent = start_agent(daemon, "br0")
+    try:
+        daemon.call("set-controller", switch="br0",
+                    targets=[f"ssl:127.0.0.1:{lsock.getsockname()[1]}"],
+                    ssl_key=str(workdir / "sw.key"), ssl_cert=str(workdir / "sw.pem"),
+                    ssl_ca=str(workdir / "ca.pem"))
+        raw, _ = lsock.accept()
+        conn = ctx.wrap_socket(raw, server_side=True)
+        assert conn.getpeercert()["subject"] == ((("commonName", "sw"),),)
+        c = Controller(conn)
+        assert isinstance(c.recv(), p.OFPHello)
+        c.send(p.OFPHello(DP))
+        f = c.expect(p.OFPSwitchFeatures, c.send(p.OFPFeaturesRequest(DP)))
+        assert f.n_tables == 64
+        conn.close()
+    finally:
+        lsock.close()
+        agent.stop()
+        print(agent.text())
