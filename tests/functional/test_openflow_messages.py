@@ -577,3 +577,35 @@ def test_ssl_controller(daemon: Daemon, workdir: Path) -> None:
         lsock.close()
         agent.stop()
         print(agent.text())
+
+
+def test_flow_mods_in_one_write(ctl: Controller, daemon: Daemon) -> None:
+    """Adds that arrive together go to sluiced as one add-flows; one bad add among them
+    is answered with its own error and the others are installed."""
+    msgs, xids = [], []
+    for i, act in enumerate((p.OFPActionOutput(1), p.OFPActionGroup(77), p.OFPActionOutput(2),
+                             p.OFPActionOutput(1))):
+        m = flow_mod(priority=10 + i, match=p.OFPMatch(in_port=1 + i % 2),
+                     instructions=apply(act))
+        ctl.xid += 1
+        m.set_xid(ctl.xid)
+        m.serialize()
+        msgs.append(bytes(m.buf))
+        xids.append(ctl.xid)
+    ctl.send_raw(b"".join(msgs))
+    e = ctl.expect(p.OFPErrorMsg, xids[1])
+    assert (e.type, e.code) == (ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_OUT_GROUP)
+    ctl.barrier()
+    assert sorted(f["priority"] for f in rules(daemon)) == [10, 12, 13]
+    # a clean run of adds is installed whole
+    msgs = []
+    for i in range(50):
+        m = flow_mod(table_id=1, priority=100 + i, match=p.OFPMatch(in_port=1),
+                     instructions=apply(p.OFPActionOutput(2)))
+        ctl.xid += 1
+        m.set_xid(ctl.xid)
+        m.serialize()
+        msgs.append(bytes(m.buf))
+    ctl.send_raw(b"".join(msgs))
+    ctl.barrier()
+    assert len([f for f in rules(daemon) if f["table"] == 1]) == 50

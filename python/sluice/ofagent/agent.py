@@ -49,6 +49,8 @@ CAPABILITIES = (ofp.OFPC_FLOW_STATS | ofp.OFPC_TABLE_STATS | ofp.OFPC_PORT_STATS
                 ofp.OFPC_GROUP_STATS)
 FAIL_OPEN_AFTER = 3.0        # seconds without a controller before standalone takes over
 PORT_SPEED_KBPS = 10_000_000
+READ_CHUNK = 256 * 1024      # bytes read from a controller at once
+BATCH_MAX = 4096             # flow-mod adds sent to sluiced in one add-flows
 PORT_CURR = ofp.OFPPF_10GB_FD | ofp.OFPPF_COPPER
 
 
@@ -322,20 +324,78 @@ class Agent:
         c.echo_pending = 0
         writer.write(wire.header(ofp.OFPT_HELLO, 1, hello_bitmap()))
         keep = asyncio.create_task(self.keepalive(c))
+        buf = bytearray()
         try:
             while True:
-                hdr = await reader.readexactly(wire.HEADER.size)
-                version, msg_type, length, xid = wire.HEADER.unpack(hdr)
-                if length < wire.HEADER.size:
-                    raise OSError("bad OpenFlow length")
-                body = await reader.readexactly(length - wire.HEADER.size)
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    raise OSError("the controller closed the connection")
+                buf += data
                 c.last_rx = time.monotonic()
                 c.echo_pending = 0
-                await self.handle(c, version, msg_type, xid, hdr + body)
+                msgs = []
+                while len(buf) >= wire.HEADER.size:
+                    version, msg_type, length, xid = wire.HEADER.unpack_from(buf)
+                    if length < wire.HEADER.size:
+                        raise OSError("bad OpenFlow length")
+                    if len(buf) < length:
+                        break
+                    msgs.append((version, msg_type, xid, bytes(buf[:length])))
+                    del buf[:length]
+                await self.handle_batch(c, msgs)
                 await writer.drain()
         finally:
             keep.cancel()
             writer.close()
+
+    async def handle_batch(self, c: Conn, msgs: list[tuple[int, int, int, bytes]]) -> None:
+        """Handles the messages read at once, in order. A run of flow-mod adds (a
+        controller's pipeline arrives so) goes to sluiced as one add-flows; should sluiced
+        refuse it, each is sent again alone, so that the error names the right one."""
+        i = 0
+        while i < len(msgs):
+            run = []
+            while i + len(run) < len(msgs) and len(run) < BATCH_MAX:
+                added = self.batchable_add(c, *msgs[i + len(run)])
+                if added is None:
+                    break
+                run.append(added)
+            if len(run) < 2:
+                await self.handle(c, *msgs[i])
+                i += 1
+                continue
+            try:
+                await self.rpc.call("add-flows", switch=self.switch,
+                                    flows=[text for _, text in run])
+            except RpcError:
+                for k in range(len(run)):
+                    await self.handle(c, *msgs[i + k])
+            else:
+                for fm, _ in run:
+                    self.counters.flow_mods += 1
+                    self.remember_added(fm)
+            i += len(run)
+
+    def batchable_add(self, c: Conn, version: int, msg_type: int, xid: int,
+                      buf: bytes) -> tuple[Any, str] | None:
+        """A flow-mod add that can go in an add-flows (parsed, translated, no overlap
+        check), as (flow-mod, rule text); None for anything else."""
+        if (version != ofp.OFP_VERSION or msg_type != ofp.OFPT_FLOW_MOD
+                or c.role == ofp.OFPCR_ROLE_SLAVE):
+            return None
+        try:
+            fm = wire.parse_flow_mod(buf, xid)
+            if (fm.command != ofp.OFPFC_ADD or fm.table_id >= N_TABLES
+                    or fm.flags & ofp.OFPFF_CHECK_OVERLAP):
+                return None
+            return fm, flow_mod_text(fm)
+        except (OFError, struct.error):
+            return None
+
+    def remember_added(self, fm: Any) -> None:
+        key = self.rule_key(fm.table_id, fm.priority, fm.match, {})
+        self.instructions[key] = fm.instructions
+        self.flow_flags[key] = fm.cookie
 
     async def keepalive(self, c: Conn) -> None:
         while True:
@@ -492,9 +552,7 @@ class Agent:
         try:
             if cmd == ofp.OFPFC_ADD:
                 await self.rpc.call("add-flow", switch=self.switch, flow=text)
-                key = self.rule_key(fm.table_id, fm.priority, fm.match, {})
-                self.instructions[key] = fm.instructions
-                self.flow_flags[key] = fm.cookie
+                self.remember_added(fm)
             elif cmd in (ofp.OFPFC_MODIFY, ofp.OFPFC_MODIFY_STRICT):
                 await self.rpc.call("mod-flows", switch=self.switch, flow=text,
                                     strict=cmd == ofp.OFPFC_MODIFY_STRICT)
