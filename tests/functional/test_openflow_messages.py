@@ -412,7 +412,14 @@ def test_ports_tables_roles(ctl: Controller, daemon: Daemon, ports: Ports) -> No
     tf = ctl.expect(p.OFPTableFeaturesStatsReply, ctl.send(p.OFPTableFeaturesStatsRequest(DP, 0)))
     assert tf.body[0].table_id == 0
 
-    # port-status when a port is deleted, and when one comes (link down: its peer is down)
+    # port-status when a port's link goes down and up, and when a port is deleted
+    run("ip", "link", "set", ports.peer[0], "down")
+    ps = ctl.expect(p.OFPPortStatus, timeout=5)
+    assert ps.reason == ofp.OFPPR_MODIFY and ps.desc.port_no == 1
+    assert ps.desc.state & ofp.OFPPS_LINK_DOWN
+    run("ip", "link", "set", ports.peer[0], "up")
+    ps = ctl.expect(p.OFPPortStatus, timeout=5)
+    assert ps.reason == ofp.OFPPR_MODIFY and not ps.desc.state & ofp.OFPPS_LINK_DOWN
     daemon.call("del-port", switch="br0", name="p2")
     ps = ctl.expect(p.OFPPortStatus, timeout=5)
     assert ps.reason == ofp.OFPPR_DELETE and ps.desc.port_no == 2
