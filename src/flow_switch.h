@@ -139,6 +139,7 @@ struct flow_egress {
 };
 
 struct flow_prog {
+	uint32_t version;                  /* a slot's program: new each time it is written */
 	uint16_t simple;                   /* one unchanged output to this port; or NOT_SIMPLE */
 	uint8_t n_rules, n_egress, n_mods, n_meters, n_groups;
 	uint8_t drop;                      /* the reason, when n_egress is 0 */
@@ -155,9 +156,18 @@ struct flow_prog {
 	struct flow_modop mods[PROG_MAX_MODS];
 };
 
+/*
+ * An exact-match entry points at its program: a megaflow's (so that the flows a megaflow
+ * covers share one program, which stays in the CPU's cache, and their frames count as one
+ * run), or the entry's own slot in emc_prog when the program is in no megaflow. The slot
+ * pointed at may be given to another program later: VERSION, copied from the program, tells
+ * whether it still holds the same one.
+ */
 struct emc_entry {
 	uint32_t hash;
 	uint32_t gen;
+	uint32_t version;
+	const struct flow_prog *prog;
 	struct flow_key key;
 };
 
@@ -175,6 +185,10 @@ struct flow_worker {
 	struct rte_ring *pins;
 	uint64_t pin_full, copy_failed, uncacheable, emc_hits, emc_misses;
 	uint32_t insert_tick;
+	uint32_t prog_version;             /* the last version given to a cached program */
+	/* The exact-match cache's recent hit rate (emc_worth_it): looked up while it pays. */
+	uint16_t emc_window, emc_window_hits, emc_skip_tick;
+	bool emc_skipped;
 	uint64_t tsc;                      /* the burst's time */
 	uint16_t extra_max;                /* extra frames the burst may hand over (add_extra) */
 	struct emc_entry *emc;

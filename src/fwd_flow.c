@@ -106,6 +106,16 @@ static bool meter_pass(struct flow_meter *m, struct flow_worker *w, unsigned int
 	return false;
 }
 
+/* set_field:ID->tun_id: not in the frame's bytes, but in its mbuf, for a vni=flow port
+ * (port_vxlan.h). VALUE is the key's tun_id, host order. */
+static void set_tun_id(struct rte_mbuf *m, const uint8_t *value)
+{
+	uint64_t id;
+
+	memcpy(&id, value, sizeof(id));
+	vxl_set_tun_id(m, id);
+}
+
 /* Applies the header changes of E to M, which nobody else references. */
 static void apply_mods(const struct flow_prog *p, const struct flow_egress *e,
 		       struct rte_mbuf *m)
@@ -119,7 +129,10 @@ static void apply_mods(const struct flow_prog *p, const struct flow_egress *e,
 
 		switch (op->type) {
 		case FLOW_ACT_SET_FIELD:
-			flow_mod_set_field(data, len, (enum flow_field)op->field, op->value);
+			if (unlikely(op->field == FLOW_FIELD_TUN_ID))
+				set_tun_id(m, op->value);
+			else
+				flow_mod_set_field(data, len, (enum flow_field)op->field, op->value);
 			break;
 		case FLOW_ACT_DEC_TTL:
 			flow_mod_dec_ttl(data, len);
@@ -359,7 +372,7 @@ static inline const struct flow_prog *emc_lookup(struct flow_worker *w, uint32_t
 
 	for (k = 0; k < FLOW_EMC_WAYS; k++)
 		if (e[k].hash == hash && e[k].gen == gen && flow_key_equal(&e[k].key, key))
-			return &w->emc_prog[e - w->emc + k];
+			return e[k].prog->version == e[k].version ? e[k].prog : NULL;
 	return NULL;
 }
 
@@ -381,15 +394,51 @@ static inline bool emc_should_insert(struct flow_worker *w, uint32_t gen, uint32
 	return (++w->insert_tick & (FLOW_EMC_INSERT_EVERY - 1)) == 0;
 }
 
+/*
+ * Whether to look in the exact-match cache for this frame. Traffic of many more flows than
+ * it holds makes nearly every lookup a miss that costs a cache-line fetch for nothing, while
+ * the megaflow cache behind it answers; so while fewer than 1 in 16 of the last
+ * FLOW_EMC_WINDOW lookups hit, only one frame in 16 looks (and may insert), which is how the
+ * cache notices when the flows become few again.
+ */
+#define FLOW_EMC_WINDOW 1024
+
+static inline bool emc_worth_it(struct flow_worker *w)
+{
+	return !w->emc_skipped || (++w->emc_skip_tick & 15) == 0;
+}
+
+static inline void emc_note(struct flow_worker *w, bool hit)
+{
+	w->emc_window_hits += hit;
+	if (++w->emc_window < FLOW_EMC_WINDOW)
+		return;
+	w->emc_skipped = w->emc_window_hits < FLOW_EMC_WINDOW / 16;
+	w->emc_window = w->emc_window_hits = 0;
+}
+
 /* The bytes of P that hold something: the arrays' used parts are what a copy needs. */
 static inline size_t prog_size(const struct flow_prog *p)
 {
 	return offsetof(struct flow_prog, mods) + p->n_mods * sizeof(p->mods[0]);
 }
 
-/* A slot for KEY: an invalid way first, else the way the hash picks. */
-static inline struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
-					  const struct flow_key *key, uint32_t hash)
+/* Copies program P into SLOT, with a version no program written before had. */
+static inline void write_prog(struct flow_worker *w, struct flow_prog *slot,
+			      const struct flow_prog *p)
+{
+	memcpy(slot, p, prog_size(p));
+	slot->version = ++w->prog_version;
+}
+
+/*
+ * An entry for KEY (an invalid way first, else the way the hash picks) pointing at P, which
+ * is a megaflow's program, or the worker's scratch: then it is copied into the entry's own
+ * slot. Returns the program the entry points at.
+ */
+static inline const struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
+						const struct flow_key *key, uint32_t hash,
+						const struct flow_prog *p)
 {
 	struct emc_entry *e = emc_set(w, hash);
 	unsigned int k = (hash >> 16) % FLOW_EMC_WAYS, j;
@@ -399,10 +448,18 @@ static inline struct flow_prog *emc_claim(struct flow_worker *w, uint32_t gen,
 			k = j;
 			break;
 		}
+	if (p == &w->scratch) {
+		struct flow_prog *own = &w->emc_prog[e - w->emc + k];
+
+		write_prog(w, own, p);
+		p = own;
+	}
 	e[k].hash = hash;
 	e[k].gen = gen;
+	e[k].version = p->version;
+	e[k].prog = p;
 	e[k].key = *key;
-	return &w->emc_prog[e - w->emc + k];
+	return p;
 }
 
 /*
@@ -508,13 +565,21 @@ static const struct flow_prog *find_program(struct flow *F, struct flow_worker *
 					    unsigned int wid, uint16_t in, uint32_t gen,
 					    uint16_t i, struct prog_run *run)
 {
-	uint32_t hash = rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
-	const struct flow_prog *cached = emc_lookup(w, gen, &w->key[i], hash), *made;
+	bool use_emc = emc_worth_it(w);
+	uint32_t hash = 0;
+	const struct flow_prog *made;
 	struct flow_prog *p;
 
-	if (likely(cached != NULL)) {
-		stats_add(&w->emc_hits, 1);
-		return cached;
+	if (likely(use_emc)) {
+		const struct flow_prog *cached;
+
+		hash = rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
+		cached = emc_lookup(w, gen, &w->key[i], hash);
+		emc_note(w, cached != NULL);
+		if (likely(cached != NULL)) {
+			stats_add(&w->emc_hits, 1);
+			return cached;
+		}
 	}
 	stats_add(&w->emc_misses, 1);
 	flush_run(run, wid, w->tsc);
@@ -529,14 +594,12 @@ static const struct flow_prog *find_program(struct flow *F, struct flow_worker *
 		}
 		p = mf_insert(w->mf, gen, &w->key[i], &wc);
 		if (p != NULL)
-			memcpy(p, &w->scratch, prog_size(&w->scratch));
-		made = &w->scratch;
+			write_prog(w, p, &w->scratch);
+		made = p != NULL ? p : &w->scratch;
 	}
-	if (!emc_should_insert(w, gen, hash))
+	if (!use_emc || !emc_should_insert(w, gen, hash))
 		return made;
-	p = emc_claim(w, gen, &w->key[i], hash);
-	memcpy(p, made, prog_size(made));
-	return p;
+	return emc_claim(w, gen, &w->key[i], hash, made);
 }
 
 /* Pass 3 for one frame: what its program says, as the worker's decision in FB. */
@@ -589,6 +652,7 @@ static bool decide_by_port(struct flow *F, struct flow_worker *w, unsigned int w
 
 	flow_key_extract(rte_pktmbuf_mtod(pkts[0], const uint8_t *),
 			 rte_pktmbuf_data_len(pkts[0]), in, &w->key[0]);
+	w->key[0].tun_id = vxl_tun_id(pkts[0]);
 	remember_headers(w, &w->key[0], pkts[0]);
 	p = find_program(F, w, wid, in, gen, 0, &run);
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
@@ -615,6 +679,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
 	struct prog_run run = { 0 };
 	const struct flow_prog *p = NULL;
+	uint64_t last_tun = 0;
 	uint16_t i, uniform;
 
 	w->tsc = rte_rdtsc();
@@ -630,10 +695,12 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		/* A frame with the headers of the one before it has its key and program. */
-		if (i == 0 || !same_headers(w, m)) {
+		/* A frame with the headers (and tunnel id, from a vni=flow port) of the one
+		 * before it has its key and program. */
+		if (i == 0 || vxl_tun_id(m) != last_tun || !same_headers(w, m)) {
 			flow_key_extract(rte_pktmbuf_mtod(m, const uint8_t *),
 					 rte_pktmbuf_data_len(m), in, &w->key[i]);
+			w->key[i].tun_id = last_tun = vxl_tun_id(m);
 			remember_headers(w, &w->key[i], m);
 			p = find_program(F, w, wid, in, gen, i, &run);
 		}
@@ -695,8 +762,11 @@ static void *flow_create(const json_t *params, char *err, size_t err_len)
 		if (w->pins == NULL || w->emc == NULL || w->emc_prog == NULL || w->mf == NULL)
 			goto fail;
 		/* Generation 0 is the first: mark every entry as of another one. */
-		for (unsigned int k = 0; k < FLOW_EMC_ENTRIES; k++)
+		for (unsigned int k = 0; k < FLOW_EMC_ENTRIES; k++) {
 			w->emc[k].gen = UINT32_MAX;
+			w->emc[k].prog = &w->emc_prog[k];   /* never NULL; its version differs */
+			w->emc[k].version = UINT32_MAX;
+		}
 	}
 	return F;
 fail:
