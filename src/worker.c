@@ -60,6 +60,8 @@
 #define WK_GRACE_MS 2000
 /* A 64 KB super-frame cut at the smallest MSS worth sending whole (1 KB) */
 #define WK_MAX_SEGS 64
+#define WK_INJECT_RING 256       /* frames the control thread may hand a worker at once */
+#define WK_INJECT_BURST 8
 
 struct wk_rxq {
 	struct port *port;
@@ -116,8 +118,24 @@ struct worker {
 	uint16_t used[SW_MAX_PORTS];
 	uint16_t n_used;
 	struct wk_out out[SW_MAX_PORTS];
+
+	/*
+	 * Frames the control thread hands over (packet-out, wk_inject): it alone enqueues and
+	 * counts them in inject_sent; the worker alone dequeues and counts them in inject_done
+	 * once it no longer holds their ports (wk_inject_wait).
+	 */
+	struct rte_ring *inject;
+	uint64_t inject_sent;         /* control thread */
+	uint64_t inject_done;         /* atomic; the worker */
+	uint64_t inject_dropped;      /* the worker: direct outputs the port did not take */
 	struct vxl_split split;       /* frames an underlay's burst holds for its tunnels */
 } __rte_cache_aligned;
+
+/* One frame handed to a worker: sent out of OUT, or (OUT NULL) served as received on IN. */
+struct wk_injected {
+	struct rte_mbuf *m;
+	struct port *in, *out;
+};
 
 static struct worker *workers[WK_MAX_WORKERS];
 static unsigned int n_workers;
@@ -485,6 +503,42 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	stats_add(&ic->forwarded, forwarded + flooded);
 }
 
+/* A frame of the control thread's for one port's transmit queue (wk_inject): counted as
+ * sent there, or freed and counted in inject_dropped. */
+static void send_injected(struct worker *w, struct port *out, struct rte_mbuf *m)
+{
+	uint32_t len = m->pkt_len;
+
+	if (port_tx_burst(out, (uint16_t)w->id, &m, 1) == 1) {
+		stats_add(&out->counters[w->id].tx_packets, 1);
+		stats_add(&out->counters[w->id].tx_bytes, len);
+		return;
+	}
+	rte_pktmbuf_free(m);
+	__atomic_store_n(&w->inject_dropped, w->inject_dropped + 1, __ATOMIC_RELAXED);
+}
+
+static inline void burst_seq_step(struct worker *w);
+
+/* Serves the frames the control thread handed over; returns how many. */
+static unsigned int serve_injected(struct worker *w)
+{
+	struct wk_injected it[WK_INJECT_BURST];
+	unsigned int n, i;
+
+	n = rte_ring_sc_dequeue_burst_elem(w->inject, it, sizeof(it[0]), WK_INJECT_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		burst_seq_step(w);
+		if (it[i].out != NULL)
+			send_injected(w, it[i].out, it[i].m);
+		else
+			serve_burst(w, it[i].in, &it[i].m, 1);
+		burst_seq_step(w);
+	}
+	__atomic_store_n(&w->inject_done, w->inject_done + n, __ATOMIC_RELEASE);
+	return n;
+}
+
 /*
  * A burst from a port that carries vxlan ports (port_vxlan.h): their frames, decapsulated,
  * are served as bursts received on the vxlan ports, one tunnel's run at a time; the rest
@@ -578,6 +632,8 @@ static int wk_main(void *arg)
 				got += n;
 			}
 		}
+		if (unlikely(rte_ring_count(w->inject) > 0))
+			got += serve_injected(w);
 		rte_rcu_qsbr_quiescent(qsbr, w->id);
 		now = rte_rdtsc();
 		if (got > 0) {
@@ -600,6 +656,7 @@ static int wk_main(void *arg)
 
 int wk_init(unsigned int n, const struct wk_config *cfg)
 {
+	char name[RTE_RING_NAMESIZE];
 	unsigned int lcore, i = 0;
 	size_t sz;
 
@@ -629,6 +686,12 @@ int wk_init(unsigned int n, const struct wk_config *cfg)
 		/* room for one super-frame's segments (complete_offloads) */
 		w->pool = pool_reserve((int)rte_lcore_to_socket_id(lcore), WK_MAX_SEGS);
 		if (w->pool == NULL)
+			return -1;
+		snprintf(name, sizeof(name), "wk_inject%u", i);
+		w->inject = rte_ring_create_elem(name, sizeof(struct wk_injected), WK_INJECT_RING,
+						 (int)rte_lcore_to_socket_id(lcore),
+						 RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (w->inject == NULL)
 			return -1;
 		w->id = i;
 		w->fb.worker = (uint16_t)i;
@@ -674,6 +737,11 @@ void wk_fini(void)
 	unsigned int i;
 
 	for (i = 0; i < n_workers; i++) {
+		struct wk_injected it;
+
+		while (rte_ring_sc_dequeue_elem(workers[i]->inject, &it, sizeof(it)) == 0)
+			rte_pktmbuf_free(it.m);
+		rte_ring_free(workers[i]->inject);
 		rte_free(workers[i]->plan);
 		rte_free(workers[i]->spare);
 		rte_free(workers[i]);
@@ -744,6 +812,42 @@ static bool wait_token(uint64_t token, uint64_t deadline)
 	return true;
 }
 
+int wk_inject(struct port *in, struct port *out, struct rte_mbuf *m)
+{
+	const struct port *via = out != NULL ? out : in;
+	struct worker *w;
+	struct wk_injected it = { .m = m, .in = in, .out = out };
+
+	if (n_workers == 0 || via == NULL)
+		return -1;
+	w = workers[via->worker >= 0 && (unsigned int)via->worker < n_workers ? via->worker : 0];
+	if (rte_ring_sp_enqueue_elem(w->inject, &it, sizeof(it)) != 0)
+		return -1;
+	w->inject_sent++;
+	return 0;
+}
+
+/*
+ * Waits until every worker has served the frames handed to it, up to DEADLINE (TSC). A
+ * worker asleep is RCU-offline, so a grace period alone would not mean it is done with
+ * the ports its queued frames name; this does. False when one is still not done.
+ */
+static bool wk_inject_wait(uint64_t deadline)
+{
+	unsigned int i;
+
+	if (in_worker || !__atomic_load_n(&polling, __ATOMIC_ACQUIRE))
+		return true;
+	for (i = 0; i < n_workers; i++)
+		while (__atomic_load_n(&workers[i]->inject_done, __ATOMIC_ACQUIRE) !=
+		       workers[i]->inject_sent) {
+			if (rte_rdtsc() > deadline)
+				return false;
+			rte_pause();
+		}
+	return true;
+}
+
 bool wk_synchronize(void)
 {
 	uint64_t loops[WK_MAX_WORKERS], token;
@@ -751,6 +855,8 @@ bool wk_synchronize(void)
 
 	if (qsbr == NULL)
 		return true;
+	if (!wk_inject_wait(rte_rdtsc() + rte_get_tsc_hz() / 1000 * WK_GRACE_MS))
+		LOG(WARNING, "a worker has not served the frames handed to it (packet-out)");
 	token = rte_rcu_qsbr_start(qsbr);
 	if (rte_rcu_qsbr_check(qsbr, token, false) != 0)
 		return true;
@@ -889,6 +995,8 @@ void wk_read_stats(unsigned int id, struct wk_stats *st)
 	st->idle_cycles = __atomic_load_n(&w->idle_cycles, __ATOMIC_RELAXED);
 	st->packets = __atomic_load_n(&w->packets, __ATOMIC_RELAXED);
 	st->sleeps = __atomic_load_n(&w->sleeps, __ATOMIC_RELAXED);
+	st->injected = __atomic_load_n(&w->inject_done, __ATOMIC_RELAXED);
+	st->inject_dropped = __atomic_load_n(&w->inject_dropped, __ATOMIC_RELAXED);
 	st->stalls = __atomic_load_n(&w->stalls, __ATOMIC_RELAXED);
 	st->stuck = w->stuck;
 	st->rx_queues = w->plan->n;
