@@ -546,6 +546,13 @@ static struct port *port_prepare(const char *name, const char *spec, enum port_e
 		rte_free(p);
 		return NULL;
 	}
+	if (p->ps.rx_queues > 1) {
+		/* A worker polls one receive queue per port; sluice-gen opens more. */
+		snprintf(err, err_len, "memif rx_queues=%u: sluiced receives on one queue per "
+			 "port (not yet more)", p->ps.rx_queues);
+		rte_free(p);
+		return NULL;
+	}
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->spec, sizeof(p->spec), "%s", spec);
 	p->id = (uint16_t)(slot + 1);

@@ -66,6 +66,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "id", V_UINT, false, 0, 65535 },
 		{ "mac", V_MAC, false, 0, 0 },
 		{ "ring_size", V_UINT, false, 2, 16384 },
+		{ "rx_queues", V_UINT, false, 1, PORTSPEC_MEMIF_MAX_RX_QUEUES },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_PCAP] = { "pcap", "net_pcap", false, {
 		{ "rx", V_PATH, false, 0, 0 },
@@ -508,6 +509,19 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		rc |= add_arg(out, "id=%s", v ? v : "0");
 		if ((v = lookup(items, n, "mac")) != NULL)
 			rc |= add_arg(out, "mac=%s", v);
+		if ((v = lookup(items, n, "rx_queues")) != NULL) {
+			/*
+			 * The client decides how many server-to-client rings exist (one per
+			 * receive queue it opens); a server's transmit queue beyond them has no
+			 * ring and sends nothing. OVS-DPDK sends from its PMD on queue 1, so its
+			 * clients need two (docs/ports.md). A server cannot ask: it takes what
+			 * its client opens.
+			 */
+			if (out->path_is_server)
+				return fail(err, len, "memif: 'rx_queues' is the client's to choose "
+					    "(a server receives on the rings its client opens)");
+			out->rx_queues = (unsigned int)strtoul(v, NULL, 10);
+		}
 		if ((v = lookup(items, n, "ring_size")) != NULL) {
 			/* Slots, as VPP's "ring-size"; DPDK takes the log2 (rsize), and the
 			 * client's ring size is the one both ends use. */

@@ -24,6 +24,8 @@
  * IP packet the port sends and receives, the Ethernet header not counted. */
 #define PORTSPEC_MTU_MIN 68
 #define PORTSPEC_MTU_MAX 9600
+/* memif's rx_queues=N: server-to-client rings a client opens (docs/ports.md). */
+#define PORTSPEC_MEMIF_MAX_RX_QUEUES 16
 
 enum portspec_kind {
 	PORTSPEC_VHOST_USER,
@@ -77,6 +79,7 @@ struct portspec {
 	char path[PORTSPEC_MAX_LEN];         /* socket path the port serves, "" if none */
 	bool path_is_server;                 /* true when this side creates the socket */
 	unsigned int mtu;                    /* mtu=, or 0: the device's own */
+	unsigned int rx_queues;              /* memif client's rx_queues=, or 0: not given */
 	unsigned int n_paths;                /* every file path the spec names */
 	struct portspec_path paths[PORTSPEC_MAX_PATHS];
 	struct portspec_vxlan vxlan;         /* kind vxlan only */

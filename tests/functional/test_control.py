@@ -76,6 +76,8 @@ def test_bad_params(daemon: Daemon, method: str, params: dict, code: int, words:
     ("vhost-user:server", BAD_SPEC, "missing 'path'"),
     ("tap:name=t0,colour=red", BAD_SPEC, "unknown key 'colour'"),
     ("memif:socket=/tmp/m.sock", BAD_SPEC, "missing 'role'"),
+    ("memif:client,socket=/tmp/m.sock,rx_queues=2", BAD_SPEC,
+     "sluiced receives on one queue per port"),
     ("af_packet:iface=nosuchif0", DEVICE, "'iface': no network interface"),
     ("pcap:rx=/nonexistent/in.pcap", DEVICE, "'rx': cannot read"),
     ("pci:zz", BAD_SPEC, "not a PCI address"),

@@ -107,6 +107,13 @@ static void check_probe_string(void **state)
 	assert_string_equal(ps.devargs, "iface=t0");
 	assert_int_equal(portspec_parse("tap:name=t0", "p1", 1, &ps, err, sizeof(err)), 0);
 	assert_int_equal(ps.mtu, 0);
+	/* So is memif's rx_queues=: the client's receive queues, set up by the caller. */
+	assert_int_equal(portspec_parse("memif:client,socket=/m,rx_queues=2", "p1", 1, &ps, err,
+					sizeof(err)), 0);
+	assert_int_equal(ps.rx_queues, 2);
+	assert_int_equal(portspec_parse("memif:client,socket=/m", "p1", 1, &ps, err, sizeof(err)),
+			 0);
+	assert_int_equal(ps.rx_queues, 0);
 }
 
 int main(int argc, char **argv)

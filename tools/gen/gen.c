@@ -147,6 +147,8 @@ struct gen {
 	/* Measured frames per size, FCS included: last, as with 9018 B frames it is 72 KB
 	 * that should not sit between the fields every pass reads. */
 	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];
+	/* Receive queues of each ethdev beyond the first (memif's rx_queues=); 0 for most. */
+	uint8_t extra_rxqs[RTE_MAX_ETHPORTS];
 };
 
 static volatile sig_atomic_t quit;
@@ -214,7 +216,8 @@ static void usage(FILE *f)
 "                  [options] [-- EAL options]\n"
 "\n"
 "Traffic generator and sink on DPDK, all roles in one poll loop on one CPU (docs/gen.md).\n"
-"  --port SPEC        a port, as in sluiced (docs/ports.md), up to 8\n"
+"  --port SPEC        a port, as in sluiced (docs/ports.md), up to 8; a memif\n"
+"                     client may add rx_queues=N (N receive rings, all polled)\n"
 "  --role ROLE        txrx (default): port 0 sends to port 1, 2 to 3, ...; one port: sends\n"
 "                     and receives on it (round trip through a reflector)\n"
 "                     tx: every port sends; rx: every port receives;\n"
@@ -378,7 +381,7 @@ static int check_spec_list(const char *opt, const char *const *specs, unsigned i
 	struct portspec ps;
 	unsigned int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (portspec_parse(specs[i], "check", 1, &ps, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sluice-gen: --%s %s: %s\n", opt, specs[i], err);
 			return -1;
@@ -388,6 +391,13 @@ static int check_spec_list(const char *opt, const char *const *specs, unsigned i
 				"cannot open one\n", opt, specs[i]);
 			return -1;
 		}
+		if (ps.rx_queues > 1 && strncmp(opt, "vnf-", 4) == 0) {
+			fprintf(stderr, "sluice-gen: --%s %s: a VNF port receives on one queue "
+				"(rx_queues= is for --port, --sink-port and --reflect)\n", opt,
+				specs[i]);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -712,21 +722,23 @@ static int prepare_mtu(const struct gen *g, const struct port_plan *p, const str
 }
 
 /*
- * Configures and starts P's port with one queue pair; 0, or the failing call's rc and *STEP
- * (NULL when a message was printed already).
+ * Configures and starts P's port with one transmit queue and one receive queue, or as many
+ * as a memif client's rx_queues= asks (each server-to-client ring is a queue of ours); 0,
+ * or the failing call's rc and *STEP (NULL when a message was printed already).
  */
 static int start_port(const struct gen *g, const struct port_plan *p, const struct portspec *ps,
 		      const char **step)
 {
+	const uint16_t n_rxq = ps->rx_queues > 1 ? (uint16_t)ps->rx_queues : 1;
 	struct rte_eth_conf conf = { 0 };
-	uint16_t port = *p->ethdev;
+	uint16_t port = *p->ethdev, q;
 	int rc;
 
 	*step = NULL;                /* prepare_mtu() says why */
 	if (prepare_mtu(g, p, ps, &conf) != 0)
 		return -EINVAL;
 	*step = "configure";
-	rc = rte_eth_dev_configure(port, 1, 1, &conf);
+	rc = rte_eth_dev_configure(port, n_rxq, 1, &conf);
 	if (rc != 0)
 		return rc;
 	*step = "MTU";
@@ -734,9 +746,12 @@ static int start_port(const struct gen *g, const struct port_plan *p, const stru
 	if (rc != 0 && rc != -ENOTSUP)
 		return rc;
 	*step = "receive queue set-up";
-	rc = rte_eth_rx_queue_setup(port, 0, g->o.ring, rte_socket_id(), NULL, g->pool);
-	if (rc != 0)
-		return rc;
+	/* memif copies into fresh mbufs as it receives: its queues hold none (pool_size). */
+	for (q = 0; q < n_rxq; q++) {
+		rc = rte_eth_rx_queue_setup(port, q, g->o.ring, rte_socket_id(), NULL, g->pool);
+		if (rc != 0)
+			return rc;
+	}
 	*step = "transmit queue set-up";
 	rc = rte_eth_tx_queue_setup(port, 0, g->o.ring, rte_socket_id(), NULL);
 	if (rc != 0)
@@ -795,6 +810,7 @@ static int open_port(struct gen *g, const struct port_plan *p, unsigned int inde
 		return -1;
 	}
 	note_server_socket(g, &ps);
+	g->extra_rxqs[*p->ethdev] = (uint8_t)(ps.rx_queues > 1 ? ps.rx_queues - 1 : 0);
 	rte_eth_promiscuous_enable(*p->ethdev);
 	return 0;
 }
@@ -1128,10 +1144,25 @@ static void touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n)
 	g->touch_frames += n;
 }
 
+/*
+ * Up to MAX frames from PORT's receive queues: queue 0, then (a memif client with
+ * rx_queues=) the others while room is left. A memif server sends on the ring of its
+ * transmit queue, and OVS-DPDK's PMD sends on queue 1 (queue 0 is its main thread's).
+ */
+static inline uint16_t rx_burst_all(const struct gen *g, uint16_t port, struct rte_mbuf **m,
+				    uint16_t max)
+{
+	uint16_t n = rte_eth_rx_burst(port, 0, m, max), q;
+
+	for (q = 1; q <= g->extra_rxqs[port] && n < max; q++)
+		n += rte_eth_rx_burst(port, q, m + n, max - n);
+	return n;
+}
+
 static uint16_t sink_burst(struct gen *g, uint16_t port)
 {
 	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i;
+	uint16_t n = rx_burst_all(g, port, m, GEN_BURST), i;
 	uint64_t tsc;
 
 	if (n == 0)
@@ -1153,7 +1184,7 @@ static uint16_t sink_burst(struct gen *g, uint16_t port)
 static uint16_t fanout_burst(struct gen *g, unsigned int sink)
 {
 	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(g->fanout_ports[sink], 0, m, GEN_BURST), i;
+	uint16_t n = rx_burst_all(g, g->fanout_ports[sink], m, GEN_BURST), i;
 	const struct traffic_payload *pl;
 	uint64_t tsc;
 
@@ -1203,7 +1234,7 @@ static void swap_addresses(struct rte_mbuf *m)
 static uint16_t reflect_burst(struct gen *g, uint16_t port)
 {
 	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i, sent;
+	uint16_t n = rx_burst_all(g, port, m, GEN_BURST), i, sent;
 
 	if (n == 0)
 		return 0;
@@ -1334,7 +1365,7 @@ static void drain_senders(struct gen *g)
 	    (g->o.n_ports < 2 && g->o.n_sink_specs == 0))
 		return;
 	for (i = 0; i < g->n_senders; i++) {
-		n = rte_eth_rx_burst(g->senders[i].tx, 0, m, GEN_BURST);
+		n = rx_burst_all(g, g->senders[i].tx, m, GEN_BURST);
 		if (n > 0)
 			rte_pktmbuf_free_bulk(m, n);
 		g->stray += n;
@@ -2114,7 +2145,7 @@ static unsigned int announce_port(struct gen *g, uint16_t port)
 }
 
 /* Frees what arrives on every port for 100 ms (announcements a switch forwarded). */
-static uint64_t discard_arrivals(void)
+static uint64_t discard_arrivals(const struct gen *g)
 {
 	struct rte_mbuf *m[GEN_BURST];
 	double until = now_s() + 0.1;
@@ -2123,7 +2154,7 @@ static uint64_t discard_arrivals(void)
 
 	while (now_s() < until)
 		RTE_ETH_FOREACH_DEV(port) {
-			got = rte_eth_rx_burst(port, 0, m, GEN_BURST);
+			got = rx_burst_all(g, port, m, GEN_BURST);
 			rte_pktmbuf_free_bulk(m, got);
 			n += got;
 		}
@@ -2143,7 +2174,7 @@ static void announce(struct gen *g)
 
 	RTE_ETH_FOREACH_DEV(port)
 		g->announced += announce_port(g, port);
-	g->announce_echoes = discard_arrivals();
+	g->announce_echoes = discard_arrivals(g);
 }
 
 /*

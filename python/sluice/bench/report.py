@@ -280,16 +280,23 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
     if manifest.get("restarts"):
         out.append(("Restarted switches",
                     "Switches whose process ended between trials and were started again "
-                    "before their next one. DPDK 22.11's memif server can fault when the "
+                    "before their next one, or ended after their last trial in a scenario "
+                    "(not restarted). DPDK 22.11's memif server can fault when the "
                     "generator disconnects at the end of a trial (a forwarding thread reads "
                     "a ring the interrupt thread has just unmapped); sluiced guards against "
-                    "it, testpmd does not. The trial before the restart had completed.",
+                    "it, testpmd does not. The trial before the exit had completed.",
                     ["switch", "scenario", "before trial", "how it ended", "log"],
-                    [[r["switch"], r["scenario"], str(r["before_trial"]), r["how"], r["log"]]
+                    [[r["switch"], r["scenario"], restart_trial(r), r["how"], r["log"]]
                      for r in manifest["restarts"]]))
     out.append(("Environment", "", ["item", "value"], env_lines(manifest)))
     out.append(("Not measured by this harness yet", MISSING_TEXT, [], None))
     return out
+
+
+def restart_trial(r: dict[str, Any]) -> str:
+    """The 'before trial' cell of a restart record (None: after the scenario's last)."""
+    t = r.get("before_trial")
+    return "none (after the last; not restarted)" if t is None else str(t)
 
 
 def env_lines(m: dict[str, Any]) -> list[list[str]]:

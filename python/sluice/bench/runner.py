@@ -390,6 +390,7 @@ class Runner:
             self.start_switches(scn, keys, live)
             yield live
         finally:
+            self.note_exits(scn, live)
             live.signal(list(live.switches), signal.SIGCONT)
             for v in live.vnfs.values():
                 v.stop()
@@ -873,14 +874,11 @@ class Runner:
         guard), after the trial's figures are complete."""
         for k in self.dead(spec.switches, live):
             sw = live.switches.pop(k)
-            how = procs.exit_status(getattr(sw, "proc", None))
+            how, log = self.record_exit(k, sw, spec.scenario, spec.trial)
             if k in live.vnfs:
                 live.vnfs.pop(k).stop()
             sw.stop()
-            log = f"{self.s.out / 'logs'}/{sw.ctx.work.name}-*.log"
             n = self.restarts_of[(k, spec.scenario)] = self.restarts_of[(k, spec.scenario)] + 1
-            self.restarts.append({"switch": k, "scenario": spec.scenario.label(),
-                                  "before_trial": spec.trial, "how": how, "log": log})
             if n > MAX_RESTARTS:
                 self.skip(k, spec.scenario, f"its process {how} for the {n}th time; the rest "
                           f"of its trials there are skipped (log: {log})")
@@ -888,6 +886,26 @@ class Runner:
             self.say(f"{k} in {spec.scenario.label()}: its process {how} after its last "
                      f"trial (log: {log}); restarting it")
             self.start_switches(spec.scenario, [k], live)
+
+    def record_exit(self, key: str, sw: Switch, scn: Scenario,
+                    before_trial: int | None) -> tuple[str, str]:
+        """Records in the manifest's restarts that KEY's process ended before trial
+        BEFORE_TRIAL of SCN (None: after its last trial there, so it is not restarted);
+        how it ended and where its log goes."""
+        how = procs.exit_status(getattr(sw, "proc", None))
+        log = f"{self.s.out / 'logs'}/{sw.ctx.work.name}-*.log"
+        self.restarts.append({"switch": key, "scenario": scn.label(),
+                              "before_trial": before_trial, "how": how, "log": log})
+        return how, log
+
+    def note_exits(self, scn: Scenario, live: Live) -> None:
+        """Records the switches of SCN whose process ended after their last trial there
+        (revive() sees only those that ended before another trial): a memif server's fault
+        as the generator disconnects from the last trial is a crash like any other."""
+        for k in self.dead(list(live.switches), live):
+            how, log = self.record_exit(k, live.switches[k], scn, None)
+            self.say(f"{k} in {scn.label()}: its process {how} after its last trial "
+                     f"(log: {log})")
 
     @property
     def plan_cache(self) -> list[tuple[Scenario, list[str], list[TrialSpec]]]:

@@ -3,7 +3,8 @@
 Everything lives under the adapter's work directory (switches/ovsdb.py: database, sockets,
 logs, the bridge's OpenFlow socket); no system service is touched. The netdev bridge has
 dpdkvhostuserclient ports for vhost links (the generator's virtio-user is then the server),
-and DPDK vdev ports (net_memif, net_af_xdp or net_af_packet) for memif and veth links. Mode
+and DPDK vdev ports (net_memif, net_af_xdp or net_af_packet) for memif and veth links (a
+memif client of OVS opens a receive ring per OVS transmit queue: see MEMIF_TX_QUEUES). Mode
 `normal` leaves the bridge's NORMAL action (MAC learning, flooding); mode `flows` replaces it
 with explicit in_port->output rules for the topology's pairs. The PMD thread runs on the
 switch CPU (pmd-cpu-mask); the main and handler threads on the generator's CPU, where they
@@ -19,6 +20,7 @@ B, and br-phy passes LOCAL <-> ring, where OVS pushes and pops the headers (docs
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,13 @@ from sluice.bench.switches import ovsdb
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 
 VSWITCHD = Path("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
+# OVS gives every port a transmit queue per thread that sends: the main thread takes queue
+# 0, the one PMD thread (pmd-cpu-mask, one CPU) queue 1, where it sends everything it
+# forwards. A DPDK 22.11 memif server has a ring only for the queues its client opened
+# receive queues for, and its transmit on any other queue sends nothing: with a one-queue
+# client every forwarded frame was dropped (docs/bench.md, "OVS-DPDK over memif";
+# tests/functional/test_ovs_memif.py). So the generator's memif clients open this many.
+MEMIF_TX_QUEUES = 2
 PHY_BRIDGE = "br-phy"                # vxlan mode: the tunnel endpoints' bridge
 PHY_MAC = "02:00:00:00:ff:01"
 
@@ -57,15 +66,6 @@ class OvsDpdk(Switch):
                     + "): run scripts/setup.sh --peers (Debian openvswitch-switch-dpdk)")
         return None
 
-    def unsupported(self, scenario: str, phy: str) -> str | None:
-        if phy == "memif" and scenario != "v2v":
-            # Seen here: frames entered OVS's net_memif port and none left the other one.
-            # Not yet understood; a guess is that OVS transmits on a queue (one per thread)
-            # that sluice-gen's one-queue memif client never connected.
-            return ("OVS-DPDK over net_memif forwarded no frames in our runs (not yet "
-                    "understood); use --phy veth for OVS in p2p")
-        return super().unsupported(scenario, phy)
-
     def _port_args(self, i: int, link: Link, driver: str) -> list[str]:
         if link.kind == "vhost":
             return ["type=dpdkvhostuserclient", f"options:vhost-server-path={link.path}"]
@@ -74,6 +74,27 @@ class OvsDpdk(Switch):
         else:
             args = f"net_{driver}{i},iface={link.iface}"
         return ["type=dpdk", f"options:dpdk-devargs={args}"]
+
+    def gen_spec(self, link: Link) -> str:
+        """The generator's end; a memif client receives on every queue OVS sends on."""
+        spec = super().gen_spec(link)
+        return f"{spec},rx_queues={MEMIF_TX_QUEUES}" if link.kind == "memif" else spec
+
+    def _check_memif_queues(self, topo: Topology) -> None:
+        """RuntimeError when OVS configured another number of transmit queues on a memif
+        port than the generator's clients will open receive rings for."""
+        shown = self.ovs.appctl("dpctl/show")
+        for link in topo.links:
+            if link.kind != "memif":
+                continue
+            m = re.search(rf"\b{re.escape(link.name)} \(dpdk:[^)]*configured_tx_queues=(\d+)",
+                          shown)
+            if m is None or int(m.group(1)) != MEMIF_TX_QUEUES:
+                raise RuntimeError(
+                    f"OVS-DPDK's memif port {link.name} has "
+                    f"{m.group(1) if m else 'an unknown number of'} transmit queues, the "
+                    f"generator opens {MEMIF_TX_QUEUES} receive rings: frames sent on the "
+                    "others would be dropped")
 
     def _add_ports(self, topo: Topology) -> str:
         driver = topo.veth_driver
@@ -96,6 +117,7 @@ class OvsDpdk(Switch):
         self.ovs.start_vswitchd(VSWITCHD, str(self.ctx.ctl_cpu), topo.netns)
         self.ovs.add_bridge()
         driver = self._add_ports(topo)
+        self._check_memif_queues(topo)
         if self.mode == "flows":
             lines, self.acl_rules, self.acl_masks = rules.for_switch(
                 rules.pair_rules(topo.pairs), self.ctx.extra, topo.firewall)
@@ -148,10 +170,21 @@ class OvsDpdk(Switch):
                            capture_output=True, timeout=30)
 
     def port_counters(self) -> dict[str, dict[str, Any]] | None:
-        """vswitchd's counters of its ports (`ovs-ofctl dump-ports`), by OpenFlow number."""
+        """vswitchd's counters of its ports (`ovs-ofctl dump-ports`), by OpenFlow number.
+        memif ports are left out: DPDK 22.11's memif counts per connected ring, so their
+        rx and tx read 0 whenever no client is connected (before and after a trial)."""
         if self.topology is None:
             return None
-        return self.ovs.port_counters([link.name for link in self.topology.links])
+        got = self.ovs.port_counters([link.name for link in self.topology.links])
+        if got is None:
+            return None
+        memif = {link.name for link in self.topology.links if link.kind == "memif"}
+        return {name: c for name, c in got.items() if name not in memif}
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        """vswitchd's process (its exit status names a crash in the run's restarts)."""
+        return self.ovs.vswitchd
 
     def cost_meter(self) -> Meter | None:
         return self.ovs.cost_meter()
