@@ -30,124 +30,11 @@
 #include <rte_udp.h>
 #include <rte_version.h>
 
-#include "alt.h"
-#include "hist.h"
-#include "load.h"
+#include "gen.h"
 #include "peer.h"
-#include "portspec.h"
 #include "sluice_version.h"
-#include "traffic.h"
-#include "vnf.h"
 
-#define GEN_MAX_PORTS 8
-#define GEN_MAX_SINK_PORTS 16      /* --sink-port: fan-out destinations */
-#define GEN_MAX_STREAMS 8
-#define NO_PORT UINT16_MAX          /* add_sender(): no receiving port of ours */
-/* reflect, port, vnf-in/out, sink-port */
-#define GEN_MAX_PLANS (2 * GEN_MAX_PORTS + 2 * VNF_MAX + GEN_MAX_SINK_PORTS)
-#define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
-#define GEN_BURST 32                /* receive bursts; and --burst's default */
-#define GEN_MAX_BURST 512           /* --burst */
-#define GEN_RING 1024
-#define SEEN_BITS 4096              /* how far back duplicates are recognised */
-#define L1_OVERHEAD LOAD_L1_OVERHEAD
-
-enum role { ROLE_TXRX, ROLE_TX, ROLE_RX, ROLE_REFLECT, ROLE_PING };
 static const char *const role_names[] = { "txrx", "tx", "rx", "reflect", "ping" };
-
-struct opts {
-	const char *specs[GEN_MAX_PORTS];
-	unsigned int n_ports;
-	const char *reflect_specs[GEN_MAX_PORTS];   /* --reflect: extra ports that reflect */
-	unsigned int n_reflect;
-	const char *sink_specs[GEN_MAX_SINK_PORTS]; /* --sink-port: receive-only ports */
-	unsigned int n_sink_specs;
-	const char *vnf_in[VNF_MAX], *vnf_out[VNF_MAX];  /* --vnf-in, --vnf-out: paired in order */
-	unsigned int n_vnf_in, n_vnf_out, n_vnf_dst;
-	const char *vnf_dst_arg[VNF_MAX];           /* --vnf-dst-mac, one per pair in order */
-	struct vnf_dst vnf_dst[VNF_MAX];
-	const char *vnf_kind_arg[VNF_MAX];          /* --vnf-kind, one per pair in order */
-	enum vnf_kind vnf_kind[VNF_MAX];
-	unsigned int n_vnf_kind;
-	const char *dst_mac_arg[GEN_MAX_STREAMS];  /* --dst-mac, one per sending stream */
-	uint8_t dst_mac[GEN_MAX_STREAMS][6];
-	unsigned int n_dst_mac;
-	enum role role;
-	const char *size_arg, *rate_arg, *vary_arg, *load_arg;
-	struct traffic traffic;
-	double rate_pps;             /* per sending stream; 0: as fast as the port takes */
-	enum load_mode load;         /* --load; default closed with --rate max, else open */
-	uint16_t burst;              /* --burst: frames per transmit burst */
-	uint16_t ring;               /* --ring: descriptors per queue */
-	bool ring_given;             /* --ring given: virtio-user and memif rings sized too */
-	bool touch;                  /* --touch: the receiver reads every byte */
-	bool announce;               /* --announce: ports make their MACs known first */
-	double duration, warmup, cooldown;
-	bool bidir, json;
-	int cpu;
-	bool verbose;
-	const char *out, *hist_out;
-	pid_t alternate[2];
-	double window, settle;
-};
-
-struct sender {                  /* one generated stream: a port to send on */
-	uint8_t id;
-	uint16_t tx;
-	uint64_t next_seq, next_tsc;
-	struct load_tally all, measured;   /* the whole run; the measured interval */
-	/* The burst being sent: pending[head..n) not yet taken (closed loop retries them). */
-	struct rte_mbuf *pending[GEN_MAX_BURST];
-	uint16_t pending_size[GEN_MAX_BURST];  /* frame bytes with FCS */
-	uint16_t head, n;
-	bool set_addrs;              /* --dst-mac: these addresses (dst, then the port's MAC) */
-	uint8_t addrs[VNF_ETH_ADDRS];
-};
-
-struct sink {                    /* what arrived of one stream id */
-	uint64_t expect;             /* next sequence number expected */
-	uint64_t rx_packets, rx_measured, rx_bytes_measured;
-	uint64_t gap_lost, duplicated, reordered;
-	uint64_t seen[SEEN_BITS / 64];
-	bool active;
-};
-
-struct gen {
-	struct opts o;
-	uint16_t ports[GEN_MAX_PORTS];
-	struct sender senders[GEN_MAX_STREAMS];
-	unsigned int n_senders;
-	uint16_t sink_ports[GEN_MAX_PORTS];
-	unsigned int n_sink_ports;
-	uint16_t reflect_ports[GEN_MAX_PORTS];
-	uint16_t fanout_ports[GEN_MAX_SINK_PORTS];  /* --sink-port, in order */
-	struct sink fanout[GEN_MAX_SINK_PORTS];     /* what each --sink-port received */
-	uint16_t vnf_ports[VNF_MAX][2];
-	struct vnf_set vnfs;
-	struct sink sinks[GEN_MAX_SINKS];
-	struct hist latency;
-	uint64_t reflected, reflect_dropped, foreign;
-	uint64_t touch_sum, touch_bytes, touch_frames;   /* --touch */
-	uint64_t stray;              /* frames that came back on a sending port (txrx) */
-	uint64_t announced, announce_echoes;  /* --announce: sent, and what came back */
-	uint64_t passes, idle_passes;
-	uint64_t passes_measured, idle_measured;   /* inside the measured interval */
-	uint64_t hz, t_measure_start, t_measure_end, t_stop;   /* TSC */
-	double start_s, end_s;
-	bool alternating;
-	struct alt alt;
-	struct rte_mempool *pool;
-	double ns_per_tsc;
-	bool fixed_headers;          /* one size, one flow: copy the template below */
-	bool flow_template;          /* one size, many flows: copy it, then set the flow's fields */
-	uint16_t fixed_size;
-	uint8_t headers[TRAFFIC_HDR_LEN];
-	char server_paths[GEN_MAX_PLANS][PORTSPEC_MAX_LEN];   /* sockets our servers made */
-	unsigned int n_server_paths;
-	/* Measured frames per size, FCS included: last, as with 9018 B frames it is 72 KB
-	 * that should not sit between the fields every pass reads. */
-	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];
-};
 
 static volatile sig_atomic_t quit;
 
@@ -871,349 +758,6 @@ static void plan_streams(struct gen *g)
 	}
 }
 
-/* ---- sending ---- */
-
-static bool in_measurement(const struct gen *g, uint64_t tsc)
-{
-	return tsc >= g->t_measure_start && tsc < g->t_measure_end;
-}
-
-/*
- * Writes frame SEQ of sender S into M; its size with FCS. FLOW and PORT_FLOW are SEQ's flow
- * (SEQ mod --flows) and its port share (FLOW mod TRAFFIC_PORT_FLOWS), kept as counters by
- * the caller, used when one size and many flows let the template be patched.
- */
-static uint16_t fill_frame(const struct gen *g, const struct sender *s, struct rte_mbuf *m,
-			   uint64_t seq, uint64_t tsc, uint8_t flags, uint32_t flow,
-			   uint32_t port_flow)
-{
-	const struct traffic *t = &g->o.traffic;
-	bool one_size = g->fixed_headers || g->flow_template;
-	uint16_t size = one_size ? g->fixed_size : traffic_size(t, seq);
-	uint16_t len = (uint16_t)(size - RTE_ETHER_CRC_LEN);
-	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
-	struct traffic_payload *pl = (struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
-
-	if (one_size)
-		rte_memcpy(d, g->headers, TRAFFIC_HDR_LEN);
-	if (g->flow_template)
-		traffic_set_flow(t, d, flow, port_flow);
-	else if (!g->fixed_headers)
-		traffic_write_headers(t, d, len, t->flows > 1 ? (uint32_t)(seq % t->flows) : 0);
-	if (s->set_addrs)
-		vnf_rewrite(d, s->addrs);
-	pl->magic = TRAFFIC_MAGIC;
-	pl->stream = s->id;
-	pl->flags = flags;
-	pl->seq = (uint32_t)seq;
-	pl->tsc = tsc;
-	m->data_len = len;
-	m->pkt_len = len;
-	return size;
-}
-
-/*
- * Is a new burst due on S at TSC? Pacing is per burst of --burst frames; a loop that fell
- * more than 100 ms behind (its CPU was taken away) starts afresh rather than send a long
- * burst to catch up, and the shortfall shows in offered_pps.
- */
-static bool burst_due(const struct gen *g, struct sender *s, uint64_t tsc)
-{
-	if (g->o.rate_pps <= 0)
-		return true;
-	if (tsc < s->next_tsc)
-		return false;
-	s->next_tsc += (uint64_t)((double)g->hz * g->o.burst / g->o.rate_pps);
-	if (s->next_tsc + g->hz / 10 < tsc)
-		s->next_tsc = tsc;
-	return true;
-}
-
-/* A new burst of --burst frames in S's pending slots; false when the pool is empty. */
-static bool make_burst(const struct gen *g, struct sender *s, uint64_t tsc, uint8_t flags)
-{
-	uint32_t flows = g->o.traffic.flows, flow = 0, port_flow = 0;
-	uint16_t i, n = g->o.burst;
-
-	if (rte_pktmbuf_alloc_bulk(g->pool, s->pending, n) != 0)
-		return false;
-	if (g->flow_template) {      /* one division a burst, counters for its frames */
-		flow = (uint32_t)(s->next_seq % flows);
-		port_flow = flow % TRAFFIC_PORT_FLOWS;
-	}
-	for (i = 0; i < n; i++) {
-		s->pending_size[i] = fill_frame(g, s, s->pending[i], s->next_seq + i, tsc, flags,
-						flow, port_flow);
-		if (++flow == flows)
-			flow = port_flow = 0;
-		else if (++port_flow == TRAFFIC_PORT_FLOWS)
-			port_flow = 0;
-	}
-	s->head = 0;
-	s->n = n;
-	return true;
-}
-
-/* Closed loop: frames offered again carry the time and measured flag of this attempt. */
-static void restamp(struct sender *s, uint64_t tsc, uint8_t flags)
-{
-	uint16_t i;
-
-	for (i = s->head; i < s->n; i++) {
-		struct traffic_payload *pl = rte_pktmbuf_mtod_offset(s->pending[i],
-			struct traffic_payload *, TRAFFIC_HDR_LEN);
-
-		pl->tsc = tsc;
-		pl->flags = flags;
-	}
-}
-
-/*
- * Gives S's pending frames to the port. Open loop: what it refuses is freed, never sent
- * again, and counted as not accepted. Closed loop: it stays pending for the next pass.
- * Sequence numbers go to accepted frames only, so a refusal is never a gap at the sink.
- */
-static uint16_t transmit(const struct gen *g, struct sender *s, uint8_t flags)
-{
-	uint16_t tried = (uint16_t)(s->n - s->head), sent, i;
-	uint64_t bytes = 0;
-
-	sent = rte_eth_tx_burst(s->tx, 0, &s->pending[s->head], tried);
-	for (i = 0; i < sent; i++)
-		bytes += s->pending_size[s->head + i];
-	load_tally_burst(&s->all, g->o.load, tried, sent, bytes);
-	if (flags)
-		load_tally_burst(&s->measured, g->o.load, tried, sent, bytes);
-	s->next_seq += sent;
-	s->head = (uint16_t)(s->head + sent);
-	if (g->o.load == LOAD_OPEN && s->head < s->n) {
-		rte_pktmbuf_free_bulk(&s->pending[s->head], s->n - s->head);
-		s->head = s->n;
-	}
-	if (s->head == s->n)
-		s->head = s->n = 0;
-	return sent;
-}
-
-/* One pass's sending on S: a closed loop's leftovers first, else a new burst when due. */
-static uint16_t send_burst(struct gen *g, struct sender *s, uint64_t tsc)
-{
-	uint8_t flags = in_measurement(g, tsc) ? TRAFFIC_MEASURED : 0;
-
-	/* The loop reads the clock only now and then; no frame leaves after --duration. */
-	if (tsc >= g->t_stop)
-		return 0;
-	if (s->n > s->head) {
-		restamp(s, tsc, flags);
-		return transmit(g, s, flags);
-	}
-	if (!burst_due(g, s, tsc) || !make_burst(g, s, tsc, flags))
-		return 0;
-	return transmit(g, s, flags);
-}
-
-/* Frames a closed loop still held when sending stopped: never sent, so never counted. */
-static void drop_pending(struct sender *s)
-{
-	if (s->n > s->head)
-		rte_pktmbuf_free_bulk(&s->pending[s->head], s->n - s->head);
-	s->head = s->n = 0;
-}
-
-/* ---- receiving ---- */
-
-static bool seen_test_and_set(struct sink *k, uint64_t seq)
-{
-	uint64_t *w = &k->seen[(seq / 64) % (SEEN_BITS / 64)], bit = UINT64_C(1) << (seq % 64);
-	bool was = (*w & bit) != 0;
-
-	*w |= bit;
-	return was;
-}
-
-static void seen_clear(struct sink *k, uint64_t seq)
-{
-	k->seen[(seq / 64) % (SEEN_BITS / 64)] &= ~(UINT64_C(1) << (seq % 64));
-}
-
-/* Sequence bookkeeping for one frame: loss by gaps, duplicates, reordering. */
-static void track_sequence(struct sink *k, uint32_t seq32)
-{
-	uint64_t seq = k->expect + (uint64_t)(int64_t)(int32_t)(seq32 - (uint32_t)k->expect), s;
-
-	if (!k->active) {
-		k->active = true;
-		seq = seq32;
-		k->expect = seq;
-	}
-	if (seq >= k->expect) {
-		for (s = k->expect; s < seq && s < k->expect + SEEN_BITS; s++)
-			seen_clear(k, s);
-		k->gap_lost += seq - k->expect;
-		seen_clear(k, seq);
-		seen_test_and_set(k, seq);
-		k->expect = seq + 1;
-	} else if (k->expect - seq > SEEN_BITS) {
-		k->reordered++;                   /* too old to tell a duplicate */
-	} else if (seen_test_and_set(k, seq)) {
-		k->duplicated++;
-	} else {
-		k->reordered++;                   /* counted lost when a later frame came */
-		k->gap_lost--;
-	}
-}
-
-/* M's payload, or NULL (counted as foreign) when M is not one of our frames. */
-static const struct traffic_payload *our_payload(struct gen *g, const struct rte_mbuf *m)
-{
-	const struct traffic_payload *pl;
-
-	if (m->data_len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
-		g->foreign++;
-		return NULL;
-	}
-	pl = rte_pktmbuf_mtod_offset(m, const struct traffic_payload *, TRAFFIC_HDR_LEN);
-	if (pl->magic != TRAFFIC_MAGIC) {
-		g->foreign++;
-		return NULL;
-	}
-	return pl;
-}
-
-/* One arrival of frame M (payload PL) at K: sequence, and in the interval bytes and latency. */
-static void count_arrival(struct gen *g, struct sink *k, const struct traffic_payload *pl,
-			  const struct rte_mbuf *m, uint64_t now_tsc)
-{
-	k->rx_packets++;
-	track_sequence(k, pl->seq);
-	if (pl->flags & TRAFFIC_MEASURED) {
-		k->rx_measured++;
-		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
-		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
-		if (now_tsc > pl->tsc)
-			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
-							    g->ns_per_tsc));
-	}
-}
-
-static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
-{
-	const struct traffic_payload *pl = our_payload(g, m);
-
-	if (pl == NULL)
-		return;
-	/* Latency is one-way when sender and sink share the host's TSC (same process or host). */
-	count_arrival(g, &g->sinks[pl->stream], pl, m, now_tsc);
-	if (g->alternating)
-		alt_count(&g->alt, pl->stream, pl->tsc);
-}
-
-/* --touch: every byte of every segment read into the checksum, as an application would. */
-static void touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n)
-{
-	const struct rte_mbuf *seg;
-	uint16_t i;
-
-	for (i = 0; i < n; i++)
-		for (seg = m[i]; seg != NULL; seg = seg->next) {
-			g->touch_sum += load_touch(rte_pktmbuf_mtod(seg, const uint8_t *),
-						   seg->data_len);
-			g->touch_bytes += seg->data_len;
-		}
-	g->touch_frames += n;
-}
-
-static uint16_t sink_burst(struct gen *g, uint16_t port)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i;
-	uint64_t tsc;
-
-	if (n == 0)
-		return 0;
-	tsc = rte_rdtsc();
-	if (g->o.touch)
-		touch_frames(g, m, n);
-	for (i = 0; i < n; i++)
-		sink_frame(g, m[i], tsc);
-	rte_pktmbuf_free_bulk(m, n);
-	return n;
-}
-
-/*
- * A --sink-port's burst. Each sink port has its own sequence bookkeeping, since every one
- * of them receives the same frames (a flood's copies): loss, duplicates and reordering are
- * per sink. Frames of any stream but 0, the one sender, are foreign here.
- */
-static uint16_t fanout_burst(struct gen *g, unsigned int sink)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(g->fanout_ports[sink], 0, m, GEN_BURST), i;
-	const struct traffic_payload *pl;
-	uint64_t tsc;
-
-	if (n == 0)
-		return 0;
-	tsc = rte_rdtsc();
-	if (g->o.touch)
-		touch_frames(g, m, n);
-	for (i = 0; i < n; i++) {
-		pl = our_payload(g, m[i]);
-		if (pl == NULL)
-			continue;
-		if (pl->stream != 0)
-			g->foreign++;
-		else
-			count_arrival(g, &g->fanout[sink], pl, m[i], tsc);
-	}
-	rte_pktmbuf_free_bulk(m, n);
-	return n;
-}
-
-static void swap_addresses(struct rte_mbuf *m)
-{
-	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	struct rte_ether_addr a = eth->src_addr;
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-	uint32_t addr;
-	uint16_t port;
-
-	eth->src_addr = eth->dst_addr;
-	eth->dst_addr = a;
-	if (m->data_len < TRAFFIC_HDR_LEN || eth->ether_type !=
-	    rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
-		return;
-	addr = ip->src_addr;
-	ip->src_addr = ip->dst_addr;
-	ip->dst_addr = addr;
-	if (ip->next_proto_id == IPPROTO_UDP && (ip->version_ihl & 0xf) == 5) {
-		port = udp->src_port;
-		udp->src_port = udp->dst_port;
-		udp->dst_port = port;
-	}
-}
-
-/* The reflect role: what comes in goes back out of the same port, addresses swapped. */
-static uint16_t reflect_burst(struct gen *g, uint16_t port)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i, sent;
-
-	if (n == 0)
-		return 0;
-	if (g->o.touch)
-		touch_frames(g, m, n);
-	for (i = 0; i < n; i++)
-		swap_addresses(m[i]);
-	sent = rte_eth_tx_burst(port, 0, m, n);
-	if (sent < n)
-		rte_pktmbuf_free_bulk(&m[sent], n - sent);
-	g->reflected += sent;
-	g->reflect_dropped += n - sent;
-	return n;
-}
-
 /* ---- the loop ---- */
 
 static uint64_t sum_senders(const struct gen *g, size_t offset)
@@ -1310,33 +854,10 @@ static uint64_t receive_pass(struct gen *g, uint64_t tsc)
 	for (i = 0; i < g->o.n_reflect; i++)
 		work += reflect_burst(g, g->reflect_ports[i]);
 	for (i = 0; i < g->o.n_sink_specs; i++)
-		work += fanout_burst(g, i);
+		work += sink_fanout_burst(g, i);
 	return work;
 }
 
-/*
- * Frames that come back on a sending port (a switch that floods, or a peer that talks) are
- * freed and counted as stray, so they never pile up in a ring. Polled seldom (every 64
- * passes), so a generator at full speed pays nearly nothing for it.
- */
-static void drain_senders(struct gen *g)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	unsigned int i;
-	uint16_t n;
-
-	if (g->o.role != ROLE_TXRX || g->o.bidir ||
-	    (g->o.n_ports < 2 && g->o.n_sink_specs == 0))
-		return;
-	for (i = 0; i < g->n_senders; i++) {
-		n = rte_eth_rx_burst(g->senders[i].tx, 0, m, GEN_BURST);
-		if (n > 0)
-			rte_pktmbuf_free_bulk(m, n);
-		g->stray += n;
-	}
-}
-
-/* One pass of the loop: every stream sends (or only ONLY_SENDER, if >= 0), then receive. */
 static uint64_t one_pass(struct gen *g, int only_sender, uint64_t tsc)
 {
 	uint64_t work = 0;
@@ -1344,7 +865,7 @@ static uint64_t one_pass(struct gen *g, int only_sender, uint64_t tsc)
 
 	for (i = 0; i < g->n_senders; i++)
 		if (only_sender < 0 || (int)i == only_sender)
-			work += send_burst(g, &g->senders[i], tsc);
+			work += tx_send_burst(g, &g->senders[i], tsc);
 	return work + receive_pass(g, tsc);
 }
 
@@ -1383,7 +904,7 @@ static void run_loop(struct gen *g)
 		if ((g->passes & 63) != 0)
 			continue;
 		t = now_s();
-		drain_senders(g);
+		sink_drain_senders(g);
 		if (g->alternating)
 			step_alternation(g, t);
 		if (t >= next_print) {
@@ -1403,10 +924,10 @@ static void drain(struct gen *g)
 	if (g->alternating)
 		alt_resume_all();
 	for (i = 0; i < g->n_senders; i++)
-		drop_pending(&g->senders[i]);
+		tx_drop_pending(&g->senders[i]);
 	while (now_s() < until) {
 		receive_pass(g, rte_rdtsc());
-		drain_senders(g);
+		sink_drain_senders(g);
 	}
 	vnf_flush(&g->vnfs);
 }
