@@ -143,6 +143,15 @@ static void usage(FILE *f)
 "                     size of virtio-user's virtqueues (else 256) and of memif's rings\n"
 "                     (else 1024) where the spec gives none. A larger ring rides out\n"
 "                     longer stalls of the peer, as zero-loss (NDR) trials need\n"
+"  --rx-burst N       frames per receive burst, 1..512 (32)\n"
+"  --check WHAT       what the sink verifies per frame: all (default: sequence and\n"
+"                     latency), seq, latency, or none: frames carry no stamp, the sink\n"
+"                     counts them per port by arrival without reading them, and loss is\n"
+"                     whole-run tx less rx (not with --alternate or --role ping)\n"
+"  --tx-frames HOW    prebuilt (default with one --size and ports that copy): each stream's\n"
+"                     buffers hold its frame, only what varies is written; copy: every\n"
+"                     frame written afresh (several sizes); refcnt: one frame sent again\n"
+"                     and again by reference count (--check none, one size and flow)\n"
 "  --touch            the receiver reads every byte of every frame (a checksum, reported)\n"
 "  --announce         before the clock starts, every port (VNF ports too) sends a few\n"
 "                     frames from its MAC to its own MAC, so a learning switch knows where\n"
@@ -232,6 +241,27 @@ static int parse_load(struct opts *o)
 		o->load = LOAD_CLOSED;
 	else
 		return bad("load", "open or closed");
+	return 0;
+}
+
+/* --check: a list of seq and latency, or all, or none. */
+static int parse_check(struct opts *o, const char *v)
+{
+	char buf[64], *tok, *save;
+
+	o->check_arg = v;
+	o->check_seq = o->check_latency = false;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "seq") == 0)
+			o->check_seq = true;
+		else if (strcmp(tok, "latency") == 0)
+			o->check_latency = true;
+		else if (strcmp(tok, "all") == 0)
+			o->check_seq = o->check_latency = true;
+		else if (strcmp(tok, "none") != 0)
+			return bad("check", "give all, none, or a list of seq and latency");
+	}
 	return 0;
 }
 
@@ -329,6 +359,11 @@ static int check_options(struct opts *o)
 		return bad("alternate", "needs --role txrx with exactly two pairs, not --bidir");
 	if (o->settle >= o->window)
 		return bad("settle", "must be shorter than --window");
+	if (o->role == ROLE_PING && !o->check_latency)
+		return bad("check", "--role ping measures round trips: it needs latency");
+	if (o->alternate[0] && !gen_stamped(o))
+		return bad("check", "--alternate tells windows apart by the time frames were sent: "
+			   "it needs seq or latency");
 	if (check_fanout(o) != 0)
 		return -1;
 	if (o->alternate[0] && (o->alternate[0] == o->alternate[1] ||
@@ -425,6 +460,17 @@ static int parse_one(struct opts *o, int c, const char *v)
 		o->ring = (uint16_t)n;
 		o->ring_given = true;
 		return 0;
+	case 'N':
+		if (parse_long("rx-burst", v, 1, GEN_MAX_BURST, &n) != 0)
+			return -1;
+		o->rx_burst = (uint16_t)n;
+		return 0;
+	case 'k': return parse_check(o, v);
+	case 'F':
+		o->tx_frames_arg = v;
+		if (tx_parse_frames(v, &o->tx_frames) != 0)
+			return bad("tx-frames", "prebuilt, copy, refcnt or auto");
+		return 0;
 	case 'T': o->touch = true; return 0;
 	case 'A': o->announce = true; return 0;
 	case 'R': o->rate_arg = v; return 0;
@@ -470,6 +516,8 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "vnf-kind", 1, NULL, 'K' },
 		{ "dst-mac", 1, NULL, 'D' }, { "load", 1, NULL, 'G' }, { "burst", 1, NULL, 'B' },
 		{ "ring", 1, NULL, 'Q' },
+		{ "rx-burst", 1, NULL, 'N' }, { "check", 1, NULL, 'k' },
+		{ "tx-frames", 1, NULL, 'F' },
 		{ "touch", 0, NULL, 'T' }, { "announce", 0, NULL, 'A' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
@@ -707,13 +755,15 @@ static void add_sender(struct gen *g, uint16_t tx, uint16_t rx)
 	s->set_addrs = true;
 }
 
-static void add_sink_port(struct gen *g, uint16_t rx)
+/* RX receives; with --check none it counts what arrives as STREAM's (the last sender). */
+static void add_sink_port(struct gen *g, uint16_t rx, unsigned int stream)
 {
 	unsigned int i;
 
 	for (i = 0; i < g->n_sink_ports; i++)
 		if (g->sink_ports[i] == rx)
 			return;
+	g->sink_stream[g->n_sink_ports] = (uint8_t)stream;
 	g->sink_ports[g->n_sink_ports++] = rx;
 }
 
@@ -728,16 +778,16 @@ static void plan_streams(struct gen *g)
 		if (o->n_ports == 1) {
 			add_sender(g, g->ports[0], NO_PORT);
 			if (o->n_sink_specs == 0)        /* a round trip; else a fan-out */
-				add_sink_port(g, g->ports[0]);
+				add_sink_port(g, g->ports[0], 0);
 			break;
 		}
 		for (i = 0; i < o->n_ports; i += 2) {
 			add_sender(g, g->ports[i], g->ports[i + 1]);
-			add_sink_port(g, g->ports[i + 1]);
+			add_sink_port(g, g->ports[i + 1], g->n_senders - 1);
 		}
 		for (i = 0; o->bidir && i < o->n_ports; i += 2) {
 			add_sender(g, g->ports[i + 1], g->ports[i]);
-			add_sink_port(g, g->ports[i]);
+			add_sink_port(g, g->ports[i], g->n_senders - 1);
 		}
 		break;
 	case ROLE_TX:
@@ -747,13 +797,13 @@ static void plan_streams(struct gen *g)
 	case ROLE_PING:
 		for (i = 0; i < o->n_ports; i++) {
 			add_sender(g, g->ports[i], NO_PORT);
-			add_sink_port(g, g->ports[i]);
+			add_sink_port(g, g->ports[i], i);
 		}
 		break;
 	case ROLE_RX:
 	case ROLE_REFLECT:
-		for (i = 0; i < o->n_ports; i++)
-			add_sink_port(g, g->ports[i]);
+		for (i = 0; i < o->n_ports; i++)    /* --check none: stream = port */
+			add_sink_port(g, g->ports[i], i);
 		break;
 	}
 }
@@ -850,7 +900,7 @@ static uint64_t receive_pass(struct gen *g, uint64_t tsc)
 
 	for (i = 0; i < g->n_sink_ports; i++)
 		work += g->o.role == ROLE_REFLECT ? reflect_burst(g, g->sink_ports[i])
-						  : sink_burst(g, g->sink_ports[i]);
+						  : sink_burst(g, i);
 	for (i = 0; i < g->o.n_reflect; i++)
 		work += reflect_burst(g, g->reflect_ports[i]);
 	for (i = 0; i < g->o.n_sink_specs; i++)
@@ -887,12 +937,22 @@ static void run_loop(struct gen *g)
 	g->t_measure_start = tsc0 + (uint64_t)(o->warmup * (double)g->hz);
 	g->t_measure_end = tsc0 + (uint64_t)((o->duration - o->cooldown) * (double)g->hz);
 	g->t_stop = tsc0 + (uint64_t)(o->duration * (double)g->hz);
+	uint64_t last_tsc = tsc0, last_work = 0;
+
 	if (g->alternating)
 		alt_start(&g->alt, t, tsc0);
 	while (!quit && t - g->start_s < o->duration) {
 		uint64_t tsc = rte_rdtsc();
-		uint64_t work = one_pass(g, g->alternating ? (int)g->alt.pair : -1, tsc);
+		uint64_t work;
 
+		/* A pass lasts until the next begins: its cycles are busy if it found work. */
+		if (in_measurement(g, last_tsc)) {
+			g->cycles_measured += tsc - last_tsc;
+			g->busy_measured += last_work != 0 ? tsc - last_tsc : 0;
+		}
+		work = one_pass(g, g->alternating ? (int)g->alt.pair : -1, tsc);
+		last_tsc = tsc;
+		last_work = work;
 		g->passes++;
 		g->idle_passes += work == 0;
 		/* The idle share that tells a generator-bound run is the measured interval's. */
@@ -961,6 +1021,10 @@ static uint64_t stream_lost(const struct gen *g, unsigned int id)
 		return fanout_lost(g);
 	if ((g->o.role != ROLE_TXRX && g->o.role != ROLE_PING) || id >= g->n_senders)
 		return k->gap_lost;
+	/* Unstamped frames cannot be told by interval: the whole run, exact after the drain. */
+	if (!gen_stamped(&g->o))
+		return g->senders[id].all.accepted > k->rx_packets ?
+		       g->senders[id].all.accepted - k->rx_packets : 0;
 	got = k->rx_measured - RTE_MIN(k->rx_measured, k->duplicated);
 	return g->senders[id].measured.accepted > got ? g->senders[id].measured.accepted - got : 0;
 }
@@ -1035,6 +1099,10 @@ static json_t *options_json(const struct opts *o)
 	json_object_set_new(r, "burst", json_integer(o->burst));
 	json_object_set_new(r, "ring", json_integer(o->ring));
 	json_object_set_new(r, "touch", json_boolean(o->touch));
+	json_object_set_new(r, "check", json_string(o->check_arg));
+	json_object_set_new(r, "tx_frames", json_string(o->tx_frames_arg ? o->tx_frames_arg
+								       : "auto"));
+	json_object_set_new(r, "rx_burst", json_integer(o->rx_burst));
 	json_object_set_new(r, "sink_ports", strings_json(o->sink_specs, o->n_sink_specs));
 	return r;
 }
@@ -1057,6 +1125,22 @@ static double idle_fraction(const struct gen *g)
 	if (g->passes_measured > 0)
 		return (double)g->idle_measured / (double)g->passes_measured;
 	return g->passes ? (double)g->idle_passes / (double)g->passes : 0.0;
+}
+
+/*
+ * The share of the measured interval's cycles spent in passes that found work, and the
+ * cycles of those per frame the loop handled (sent, received, reflected, VNF-forwarded).
+ */
+static void busy_fields(json_t *r, const struct gen *g)
+{
+	uint64_t frames = sum_senders(g, offsetof(struct sender, measured.accepted)) +
+			  sum_sinks(g, offsetof(struct sink, rx_measured));
+	double busy = g->cycles_measured ? (double)g->busy_measured / (double)g->cycles_measured
+					 : 0.0;
+
+	json_object_set_new(r, "busy_fraction", json_real(busy));
+	json_object_set_new(r, "busy_cycles_per_frame", frames ? json_real(
+		(double)g->busy_measured / (double)frames) : json_null());
 }
 
 /* The measured interval's counts of every sender and sink, and the figures from them. */
@@ -1192,6 +1276,10 @@ static uint64_t fanout_sink_lost(const struct gen *g, const struct sink *k)
 {
 	uint64_t tx = g->senders[0].measured.accepted, got = fanout_got(k);
 
+	if (!gen_stamped(&g->o)) {   /* --check none: the whole run (stream_lost) */
+		tx = g->senders[0].all.accepted;
+		got = k->rx_packets;
+	}
 	return tx > got ? tx - got : 0;
 }
 
@@ -1305,6 +1393,10 @@ static json_t *summary(const struct gen *g)
 		json_object_set_new(r, "announce_echoes",
 				    json_integer((json_int_t)g->announce_echoes));
 	}
+	json_object_set_new(r, "tx_frames", json_string(tx_frames_name(o->tx_frames)));
+	json_object_set_new(r, "checked", json_pack("{sb sb}", "seq", o->check_seq,
+						     "latency", o->check_latency));
+	busy_fields(r, g);
 	json_object_set_new(r, "passes", json_integer((json_int_t)g->passes));
 	json_object_set_new(r, "passes_per_s", json_real(elapsed > 0 ? (double)g->passes /
 							 elapsed : 0.0));
@@ -1478,6 +1570,27 @@ static uint16_t pool_buf_size(const struct opts *o)
 	return (uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(len + 64, 1024));
 }
 
+static bool ring_spec_in(const char *const *specs, unsigned int n)
+{
+	char err[PORTSPEC_ERR_LEN];
+	struct portspec ps;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (portspec_parse(specs[i], "kind", 1, &ps, err, sizeof(err)) == 0 &&
+		    ps.kind == PORTSPEC_RING)
+			return true;
+	return false;
+}
+
+/* A ring port passes the sent buffer itself, which a reflector or VNF of ours may write. */
+static bool any_ring_port(const struct opts *o)
+{
+	return ring_spec_in(o->specs, o->n_ports) || ring_spec_in(o->reflect_specs, o->n_reflect) ||
+	       ring_spec_in(o->vnf_in, o->n_vnf_in) || ring_spec_in(o->vnf_out, o->n_vnf_out) ||
+	       ring_spec_in(o->sink_specs, o->n_sink_specs);
+}
+
 /* Every port in rank order (port_rank), each class in the order given. */
 static int open_ports(struct gen *g)
 {
@@ -1538,7 +1651,7 @@ static int setup(struct gen *g)
 	g->fixed_size = traffic_size(&g->o.traffic, 0);
 	traffic_write_headers(&g->o.traffic, g->headers,
 			      (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN), 0);
-	return 0;
+	return tx_setup(g, !any_ring_port(&g->o), pool_buf_size(&g->o));
 }
 
 /*
@@ -1753,7 +1866,8 @@ int main(int argc, char **argv)
 {
 	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST,
 		.ring = GEN_RING, .vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10,
-		.cpu = -1, .window = 1.0, .settle = 0.3 } };
+		.cpu = -1, .window = 1.0, .settle = 0.3, .check_seq = true, .check_latency = true,
+		.check_arg = "all", .rx_burst = GEN_BURST, .tx_frames = TX_FRAMES_AUTO } };
 	struct tsc_mark eal_ready;
 	int first;
 

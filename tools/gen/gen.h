@@ -36,6 +36,17 @@
 
 enum role { ROLE_TXRX, ROLE_TX, ROLE_RX, ROLE_REFLECT, ROLE_PING };
 
+/*
+ * --tx-frames: where a sending stream's frames come from (docs/gen.md, SPEED).
+ * COPY: buffers of the shared pool, every frame's headers and payload written afresh.
+ * PREBUILT: a pool of the stream's own whose buffers already hold its frame, so only what
+ * varies per frame is written (the stamp, a flow's fields, a size's lengths), nothing at
+ * all for constant frames.
+ * REFCNT: one built frame per stream, sent again and again with its reference count
+ * raised once a burst (constant frames only: --check none, one size, one flow).
+ */
+enum tx_frames { TX_FRAMES_AUTO, TX_FRAMES_COPY, TX_FRAMES_PREBUILT, TX_FRAMES_REFCNT };
+
 struct opts {
 	const char *specs[GEN_MAX_PORTS];
 	unsigned int n_ports;
@@ -62,6 +73,11 @@ struct opts {
 	uint16_t ring;               /* --ring: descriptors per queue */
 	bool ring_given;             /* --ring given: virtio-user and memif rings sized too */
 	bool touch;                  /* --touch: the receiver reads every byte */
+	/* --check: what the sink verifies per frame; frames are stamped when either is on. */
+	bool check_seq, check_latency;
+	const char *check_arg, *tx_frames_arg;
+	enum tx_frames tx_frames;    /* --tx-frames (AUTO until setup decides) */
+	uint16_t rx_burst;           /* --rx-burst: frames per receive burst */
 	bool announce;               /* --announce: ports make their MACs known first */
 	double duration, warmup, cooldown;
 	bool bidir, json;
@@ -83,6 +99,11 @@ struct sender {                  /* one generated stream: a port to send on */
 	uint16_t head, n;
 	bool set_addrs;              /* --dst-mac: these addresses (dst, then the port's MAC) */
 	uint8_t addrs[VNF_ETH_ADDRS];
+	/* TX_FRAMES_PREBUILT: the stream's own pool of built frames, and our lcore's cache of
+	 * it (held here: DPDK's per-lcore lookup costs a TLS call in a shared library). */
+	struct rte_mempool *pool;
+	struct rte_mempool_cache *cache;
+	struct rte_mbuf *shared;     /* TX_FRAMES_REFCNT: the one frame, one reference ours */
 };
 
 struct sink {                    /* what arrived of one stream id */
@@ -93,12 +114,19 @@ struct sink {                    /* what arrived of one stream id */
 	bool active;
 };
 
+/* Whether frames carry a per-frame stamp (stream, sequence number, measured flag, TSC). */
+static inline bool gen_stamped(const struct opts *o)
+{
+	return o->check_seq || o->check_latency;
+}
+
 struct gen {
 	struct opts o;
 	uint16_t ports[GEN_MAX_PORTS];
 	struct sender senders[GEN_MAX_STREAMS];
 	unsigned int n_senders;
 	uint16_t sink_ports[GEN_MAX_PORTS];
+	uint8_t sink_stream[GEN_MAX_PORTS];   /* --check none: the stream a sink port counts */
 	unsigned int n_sink_ports;
 	uint16_t reflect_ports[GEN_MAX_PORTS];
 	uint16_t fanout_ports[GEN_MAX_SINK_PORTS];  /* --sink-port, in order */
@@ -113,6 +141,7 @@ struct gen {
 	uint64_t announced, announce_echoes;  /* --announce: sent, and what came back */
 	uint64_t passes, idle_passes;
 	uint64_t passes_measured, idle_measured;   /* inside the measured interval */
+	uint64_t cycles_measured, busy_measured;   /* TSC cycles of it, of passes with work */
 	uint64_t hz, t_measure_start, t_measure_end, t_stop;   /* TSC */
 	double start_s, end_s;
 	bool alternating;
@@ -136,12 +165,21 @@ static inline bool in_measurement(const struct gen *g, uint64_t tsc)
 }
 
 /* tx.c: the sending streams. */
+/*
+ * Decides --tx-frames (auto: prebuilt where it may be, else copy) and builds each stream's
+ * frames in buffers of BUF_SIZE; COPYING_PORTS: no port of ours hands a sent buffer itself
+ * to our own receivers. 0, or -1 after a message.
+ */
+int tx_setup(struct gen *g, bool copying_ports, uint16_t buf_size);
+int tx_parse_frames(const char *s, enum tx_frames *f);
+const char *tx_frames_name(enum tx_frames f);
 uint16_t tx_send_burst(struct gen *g, struct sender *s, uint64_t tsc);
 void tx_drop_pending(struct sender *s);
 
 /* sink.c: what arrives. */
 void sink_touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n);
-uint16_t sink_burst(struct gen *g, uint16_t port);
+/* Receives on the INDEX-th sink port (g->sink_ports). */
+uint16_t sink_burst(struct gen *g, unsigned int index);
 uint16_t sink_fanout_burst(struct gen *g, unsigned int sink);
 void sink_drain_senders(struct gen *g);
 

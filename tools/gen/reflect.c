@@ -39,8 +39,8 @@ static void swap_addresses(struct rte_mbuf *m)
 /* The reflect role: what comes in goes back out of the same port, addresses swapped. */
 uint16_t reflect_burst(struct gen *g, uint16_t port)
 {
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i, sent;
+	struct rte_mbuf *m[GEN_MAX_BURST];
+	uint16_t n = rte_eth_rx_burst(port, 0, m, g->o.rx_burst), i, sent;
 
 	if (n == 0)
 		return 0;

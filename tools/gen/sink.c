@@ -9,6 +9,7 @@
 #include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 #include <rte_udp.h>
 
 #include "gen.h"
@@ -76,12 +77,13 @@ static void count_arrival(struct gen *g, struct sink *k, const struct traffic_pa
 			  const struct rte_mbuf *m, uint64_t now_tsc)
 {
 	k->rx_packets++;
-	track_sequence(k, pl->seq);
+	if (g->o.check_seq)
+		track_sequence(k, pl->seq);
 	if (pl->flags & TRAFFIC_MEASURED) {
 		k->rx_measured++;
 		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
 		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
-		if (now_tsc > pl->tsc)
+		if (g->o.check_latency && now_tsc > pl->tsc)
 			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
 							    g->ns_per_tsc));
 	}
@@ -114,10 +116,43 @@ void sink_touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n)
 	g->touch_frames += n;
 }
 
-uint16_t sink_burst(struct gen *g, uint16_t port)
+/*
+ * --check none: the burst's N frames counted for K without reading them (their buffers'
+ * lengths only, in the descriptor the port just wrote): in the measured interval when they
+ * arrive inside it, since they carry no flag.
+ */
+static void count_burst(struct gen *g, struct sink *k, struct rte_mbuf **m, uint16_t n,
+			uint64_t now_tsc)
 {
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(port, 0, m, GEN_BURST), i;
+	uint64_t bytes = 0;
+	uint32_t len;
+	uint16_t i;
+
+	k->rx_packets += n;
+	if (!in_measurement(g, now_tsc))
+		return;
+	for (i = 0; i < n; i++) {
+		len = m[i]->pkt_len + RTE_ETHER_CRC_LEN;
+		bytes += len;
+		g->rx_by_size[RTE_MIN(len, (uint32_t)TRAFFIC_MAX_FRAME)]++;
+	}
+	k->rx_measured += n;
+	k->rx_bytes_measured += bytes;
+}
+
+/* The payloads of a burst, asked for together before any is read. */
+static void prefetch_payloads(struct rte_mbuf **m, uint16_t n)
+{
+	uint16_t i;
+
+	for (i = 0; i < n; i++)
+		rte_prefetch0(rte_pktmbuf_mtod_offset(m[i], void *, TRAFFIC_HDR_LEN));
+}
+
+uint16_t sink_burst(struct gen *g, unsigned int index)
+{
+	struct rte_mbuf *m[GEN_MAX_BURST];
+	uint16_t n = rte_eth_rx_burst(g->sink_ports[index], 0, m, g->o.rx_burst), i;
 	uint64_t tsc;
 
 	if (n == 0)
@@ -125,8 +160,13 @@ uint16_t sink_burst(struct gen *g, uint16_t port)
 	tsc = rte_rdtsc();
 	if (g->o.touch)
 		sink_touch_frames(g, m, n);
-	for (i = 0; i < n; i++)
-		sink_frame(g, m[i], tsc);
+	if (!gen_stamped(&g->o)) {
+		count_burst(g, &g->sinks[g->sink_stream[index]], m, n, tsc);
+	} else {
+		prefetch_payloads(m, n);
+		for (i = 0; i < n; i++)
+			sink_frame(g, m[i], tsc);
+	}
 	rte_pktmbuf_free_bulk(m, n);
 	return n;
 }
@@ -138,8 +178,8 @@ uint16_t sink_burst(struct gen *g, uint16_t port)
  */
 uint16_t sink_fanout_burst(struct gen *g, unsigned int sink)
 {
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rte_eth_rx_burst(g->fanout_ports[sink], 0, m, GEN_BURST), i;
+	struct rte_mbuf *m[GEN_MAX_BURST];
+	uint16_t n = rte_eth_rx_burst(g->fanout_ports[sink], 0, m, g->o.rx_burst), i;
 	const struct traffic_payload *pl;
 	uint64_t tsc;
 
@@ -148,6 +188,12 @@ uint16_t sink_fanout_burst(struct gen *g, unsigned int sink)
 	tsc = rte_rdtsc();
 	if (g->o.touch)
 		sink_touch_frames(g, m, n);
+	if (!gen_stamped(&g->o)) {
+		count_burst(g, &g->fanout[sink], m, n, tsc);
+		rte_pktmbuf_free_bulk(m, n);
+		return n;
+	}
+	prefetch_payloads(m, n);
 	for (i = 0; i < n; i++) {
 		pl = our_payload(g, m[i]);
 		if (pl == NULL)
