@@ -34,6 +34,7 @@ static struct pending_add {
 	bool active;                /* started, answer not yet given */
 	bool finished;              /* the set-up was collected; the answer is below */
 	struct sw *sw;              /* the switch it joins; NULL once that switch is gone */
+	int slot;                   /* the slot asked for (ofport - 1), or -1 */
 	json_t *result;
 	struct ctl_error error;
 } pending;
@@ -223,6 +224,16 @@ static json_t *port_json(struct port *p)
 			 "worker", p->worker, "mtu", (int)p->mtu, "mtu_set", p->mtu_set);
 }
 
+/* port_json, with a vxlan port's tunnel state. */
+static json_t *port_view(struct port *p)
+{
+	json_t *o = port_json(p);
+
+	if (p->vxl != NULL)
+		json_object_set_new(o, "tunnel", vxl_describe(p));
+	return o;
+}
+
 static json_t *drops_json(const struct port_totals *t)
 {
 	json_t *d = json_object();
@@ -324,7 +335,7 @@ static json_t *switch_json(struct sw *s, bool with_ports)
 		if (p == NULL)
 			continue;
 		names[i] = p->name;
-		json_array_append_new(ports, with_ports ? port_json(p) : json_string(p->name));
+		json_array_append_new(ports, with_ports ? port_view(p) : json_string(p->name));
 	}
 	o = json_pack("{ss ss so}", "name", s->name, "mode", s->ops->mode, "ports", ports);
 	if (with_ports && s->ops->describe != NULL) {
@@ -416,6 +427,9 @@ static int delete_port(struct port *p)
 {
 	if (wk_remove_port(p) != 0)     /* no worker receives from it after this returns */
 		return -1;
+	/* A vxlan port receives through its underlay's worker: out of its list first. */
+	if (p->vxl != NULL && vxl_detach(p) < 0)
+		return -1;
 	sw_detach_port(p->sw, p);
 	if (!wk_synchronize()) {        /* no worker still sends to it */
 		port_abandon(p);
@@ -428,12 +442,15 @@ static int delete_port(struct port *p)
 /* Deletes S and its ports; the return value is delete_port's, for the first that failed. */
 static int delete_switch(struct sw *s)
 {
-	unsigned int i;
+	unsigned int i, pass;
 	int rc = 0, one;
 
-	for (i = 0; i < SW_MAX_PORTS; i++)
-		if (s->ports[i] != NULL && (one = delete_port(s->ports[i])) != 0 && rc == 0)
-			rc = one;
+	/* vxlan ports first: an underlay goes only once nothing is carried over it. */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < SW_MAX_PORTS; i++)
+			if (s->ports[i] != NULL && (s->ports[i]->vxl != NULL) == (pass == 0) &&
+			    (one = delete_port(s->ports[i])) != 0 && rc == 0)
+				rc = one;
 	if (rc < 0)
 		return rc;
 	if (rc > 0 || !wk_synchronize()) {
@@ -461,9 +478,34 @@ void ctl_delete_all(void)
 {
 	unsigned int i;
 
+	for (i = 1; i <= PORT_MAX; i++)         /* tunnels before their underlays */
+		if (port_by_id(i) != NULL && port_by_id(i)->vxl != NULL)
+			delete_port(port_by_id(i));
 	for (i = 0; i < SW_MAX; i++)
 		if (sw_by_index(i) != NULL)
 			delete_switch(sw_by_index(i));
+}
+
+/* Whether a port of S carries a vxlan port of another switch (then S stays, with E set). */
+static bool carries_other_tunnels(struct sw *s, struct ctl_error *e)
+{
+	unsigned int i, id;
+
+	for (id = 1; id <= PORT_MAX; id++) {
+		struct port *t = port_by_id(id);
+
+		if (t == NULL || t->vxl == NULL || t->sw == s)
+			continue;
+		for (i = 0; i < SW_MAX_PORTS; i++)
+			if (s->ports[i] != NULL &&
+			    strcmp(s->ports[i]->name, t->ps.vxlan.underlay) == 0) {
+				fail(e, CTL_WRONG_STATE, "port '%s' of switch '%s' carries vxlan port "
+				     "'%s' of switch '%s': delete that first", s->ports[i]->name,
+				     s->name, t->name, t->sw->name);
+				return true;
+			}
+	}
+	return false;
 }
 
 static json_t *m_del_switch(json_t *params, struct ctl_error *e)
@@ -472,6 +514,8 @@ static json_t *m_del_switch(json_t *params, struct ctl_error *e)
 	struct sw *s;
 
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "name", e)) == NULL)
+		return NULL;
+	if (carries_other_tunnels(s, e))
 		return NULL;
 	if (s->n_ports > 0 || s == pending.sw) {
 		if (settle_setup(s, NULL, e) != 0)
@@ -503,23 +547,37 @@ static json_t *m_add_port(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
 		{ "switch", P_STRING, true }, { "name", P_NAME, true }, { "spec", P_STRING, true },
-		{ NULL, 0, false } };
+		{ "ofport", P_UINT, false }, { NULL, 0, false } };
+	json_t *ofport;
 	enum port_error perr;
 	char err[512];
 	struct sw *s;
+	int slot = -1;
 
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL)
 		return NULL;
 	if (s->n_ports == SW_MAX_PORTS)
 		return fail(e, CTL_LIMIT, "switch '%s' has %d ports, its maximum", s->name,
 			    SW_MAX_PORTS);
+	if ((ofport = json_object_get(params, "ofport")) != NULL) {
+		json_int_t n = json_integer_value(ofport);
+
+		if (n < 1 || n > SW_MAX_PORTS)
+			return fail(e, CTL_INVALID_PARAMS, "ofport: %" JSON_INTEGER_FORMAT
+				    " is not an OpenFlow port number of a switch (1..%d)", n,
+				    SW_MAX_PORTS);
+		slot = (int)n - 1;
+		if (s->ports[slot] != NULL)
+			return fail(e, CTL_EXISTS, "ofport %" JSON_INTEGER_FORMAT " of switch '%s' "
+				    "is port '%s'", n, s->name, s->ports[slot]->name);
+	}
 	if (pending.active)
 		return fail(e, CTL_WRONG_STATE, "busy: port '%s' is being set up; try again when "
 			    "it is done", port_setup_pending() ? port_setup_pending() : "?");
 	if (port_setup_start(str(params, "name"), str(params, "spec"), &perr, err,
 			     sizeof(err)) != 0)
 		return fail(e, port_error_codes[perr], "%s", err);
-	pending = (struct pending_add){ .active = true, .sw = s };
+	pending = (struct pending_add){ .active = true, .sw = s, .slot = slot };
 	e->code = CTL_DEFERRED;
 	return NULL;
 }
@@ -532,11 +590,18 @@ static json_t *adopt_port(struct port *p, struct ctl_error *e)
 		return fail(e, CTL_DEVICE, "port '%s': set-up cancelled: its switch was deleted",
 			    p->name);
 	}
-	if (sw_attach_port(pending.sw, p) != 0) {
+	if (sw_attach_port(pending.sw, p, pending.slot) != 0) {
 		port_destroy(p);
+		if (pending.slot >= 0)
+			return fail(e, CTL_EXISTS, "ofport %d of switch '%s' was taken meanwhile",
+				    pending.slot + 1, pending.sw->name);
 		return fail(e, CTL_LIMIT, "switch '%s' is full", pending.sw->name);
 	}
-	if (wk_add_port(p) != 0) {
+	/* Only now may the underlay's worker hand it frames: it serves them in P's switch. */
+	if (p->vxl != NULL)
+		vxl_attach(p);
+	/* A vxlan port is received through its underlay's worker, never polled itself. */
+	if (p->vxl == NULL && wk_add_port(p) != 0) {
 		sw_detach_port(pending.sw, p);
 		if (wk_synchronize())
 			port_destroy(p);
@@ -544,7 +609,7 @@ static json_t *adopt_port(struct port *p, struct ctl_error *e)
 			port_abandon(p);
 		return fail(e, CTL_INTERNAL, "out of memory while adding the port to a worker");
 	}
-	return port_json(p);
+	return port_view(p);
 }
 
 /* Collects the finished set-up into pending.result / pending.error. */
@@ -648,6 +713,9 @@ static json_t *m_del_port(json_t *params, struct ctl_error *e)
 		return settle_setup(s, str(params, "name"), e) == 0 ? json_object() : NULL;
 	if ((p = find_port(s, params, "name", e)) == NULL || settle_setup(s, p->name, e) != 0)
 		return NULL;
+	if (vxl_is_underlay(p))
+		return fail(e, CTL_WRONG_STATE, "port '%s' carries vxlan ports: delete them first",
+			    p->name);
 	return deletion_answer(delete_port(p), "port", str(params, "name"), e);
 }
 
@@ -708,7 +776,7 @@ static json_t *m_list_ports(json_t *params, struct ctl_error *e)
 		struct port *p = port_by_id(id);
 
 		if (p != NULL && (only == NULL || p->sw == only))
-			json_array_append_new(a, port_json(p));
+			json_array_append_new(a, port_view(p));
 	}
 	return a;
 }
