@@ -21,6 +21,7 @@
 #include "port_afpacket.h"
 #include "portspec.h"
 #include "stats.h"
+#include "vhost_fast.h"
 
 #define PORT_MAX 256            /* ports in the daemon */
 #define PORT_NAME_LEN 32
@@ -34,6 +35,7 @@ struct port {
 	uint16_t ethdev;              /* PORT_NO_ETHDEV for the kinds sluice drives itself */
 	uint16_t sw_index;            /* index in its switch */
 	struct afp *afp;              /* af_packet: sluice's own driver (port_afpacket.h) */
+	struct vhf *vhf;              /* vhost-user with fast=1: sluice's own (vhost_fast.h) */
 	/* Takes frames whose checksum or TCP segmentation is left to do (port_afpacket.h);
 	 * other outputs have it done in software by the worker. */
 	bool tx_offloads;
@@ -148,6 +150,8 @@ static inline uint16_t port_rx_burst(const struct port *p, struct rte_mbuf **pkt
 {
 	if (p->afp != NULL)
 		return afp_rx_burst(p->afp, pkts, n);
+	if (p->vhf != NULL)
+		return vhf_rx_burst(p->vhf, pkts, n);
 	return rte_eth_rx_burst(p->ethdev, 0, pkts, n);
 }
 
@@ -156,6 +160,8 @@ static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rt
 {
 	if (p->afp != NULL)
 		return afp_tx_burst(p->afp, q, pkts, n);
+	if (p->vhf != NULL)
+		return vhf_tx_burst(p->vhf, q, pkts, n);
 	return rte_eth_tx_burst(p->ethdev, q, pkts, n);
 }
 

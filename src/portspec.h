@@ -61,6 +61,7 @@ struct portspec {
 	char path[PORTSPEC_MAX_LEN];         /* socket path the port serves, "" if none */
 	bool path_is_server;                 /* true when this side creates the socket */
 	unsigned int mtu;                    /* mtu=, or 0: the device's own */
+	bool vhost_fast;                     /* vhost-user fast=1: sluiced's own data path */
 	unsigned int n_paths;                /* every file path the spec names */
 	struct portspec_path paths[PORTSPEC_MAX_PATHS];
 };
