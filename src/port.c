@@ -851,6 +851,12 @@ void port_clear_stats(struct port *p)
 	read_counters(p, &p->baseline);
 	p->baseline_missed = 0;
 	p->baseline_missed = port_rx_missed(p);
+	p->baseline_one_copy = p->vhf != NULL ? vhf_one_copy(p->vhf) : 0;
+}
+
+uint64_t port_one_copy(const struct port *p)
+{
+	return p->vhf != NULL ? vhf_one_copy(p->vhf) - p->baseline_one_copy : 0;
 }
 
 uint64_t port_rx_missed(const struct port *p)

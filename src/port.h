@@ -59,6 +59,7 @@ struct port {
 	bool lsc_callback;            /* a link-state callback is registered */
 	struct port_totals baseline;  /* subtracted from the counters: clear-stats */
 	uint64_t baseline_missed;     /* the same for the device's own miss counter */
+	uint64_t baseline_one_copy;   /* and for vhost_fast's frames copied guest to guest */
 	struct rte_mempool *pool;     /* its receive queue's pool (pool.c) */
 	unsigned int pool_need;       /* mbufs it reserved there */
 };
@@ -136,6 +137,9 @@ void port_clear_stats(struct port *p);
 
 /* Frames the device could not take in (its own counter: they never entered the switch). */
 uint64_t port_rx_missed(const struct port *p);
+
+/* Of the frames P forwarded, those copied straight into another guest (vhost_fast.h). */
+uint64_t port_one_copy(const struct port *p);
 
 /* Re-reads the link state from the device. */
 void port_refresh_link(struct port *p);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 #include <rte_memcpy.h>
 #include <rte_prefetch.h>
@@ -94,6 +95,7 @@ struct vhf {
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
 	uint64_t rx_missed;           /* written by the polling worker only */
+	uint64_t one_copy;            /* the same */
 	char path[PORTSPEC_PATH_LEN];
 	bool registered;
 };
@@ -418,6 +420,7 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 	if (res->malformed > 0)
 		__atomic_store_n(&in->rx_missed, in->rx_missed + res->malformed,
 				 __ATOMIC_RELAXED);
+	__atomic_store_n(&in->one_copy, in->one_copy + res->sent, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -658,6 +661,31 @@ out:
 	return rc;
 }
 
+/*
+ * A guest that stops (testpmd's port stop, a VM's driver unbinding) has usually queued its
+ * last frames a moment before: the worker is given up to VHF_DRAIN_MS to take them, so that
+ * they are forwarded or counted rather than left in a ring nobody reads again.
+ */
+#define VHF_DRAIN_MS 50
+
+static void wait_drained(const struct vhf *v, const struct vhf_dev *d)
+{
+	const struct vhf_ring *r = &d->rings[VHF_TXQ];
+	unsigned int i;
+	uint16_t target;
+
+	if (VHF_TXQ >= d->n_vrings || r->desc == NULL ||
+	    !__atomic_load_n(&v->enabled[VHF_TXQ], __ATOMIC_RELAXED))
+		return;
+	/* What is queued now, not what a guest still sending adds meanwhile. */
+	target = avail_idx(r);
+	for (i = 0; i < VHF_DRAIN_MS * 10; i++) {
+		if ((int16_t)(__atomic_load_n(&r->last_avail, __ATOMIC_RELAXED) - target) >= 0)
+			return;
+		rte_delay_us_sleep(100);
+	}
+}
+
 /* Withdraws V's guest: after the grace period no worker touches its rings or memory. */
 static void withdraw(struct vhf *v)
 {
@@ -666,6 +694,7 @@ static void withdraw(struct vhf *v)
 
 	if (d == NULL)
 		return;
+	wait_drained(v, d);
 	__atomic_store_n(&v->dev, NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&v->port->link_up, false, __ATOMIC_RELAXED);
 	if (!wk_quiesce())
@@ -702,6 +731,8 @@ static void change_vring_state(struct vhf *v, uint16_t i, bool enable)
 	struct vhf_dev *d = dev_of(v);
 
 	if (!enable) {
+		if (d != NULL && i == VHF_TXQ)
+			wait_drained(v, d);
 		__atomic_store_n(&v->enabled[i], false, __ATOMIC_RELEASE);
 		if (d != NULL && i < d->n_vrings && wk_quiesce())
 			hand_back_vring(d, i);
@@ -829,4 +860,9 @@ void vhf_mac(const struct vhf *v, struct rte_ether_addr *mac)
 uint64_t vhf_rx_missed(const struct vhf *v)
 {
 	return __atomic_load_n(&v->rx_missed, __ATOMIC_RELAXED);
+}
+
+uint64_t vhf_one_copy(const struct vhf *v)
+{
+	return __atomic_load_n(&v->one_copy, __ATOMIC_RELAXED);
 }

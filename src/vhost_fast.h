@@ -56,6 +56,8 @@ bool vhf_link_up(const struct vhf *v);
 void vhf_mac(const struct vhf *v, struct rte_ether_addr *mac);
 /* Frames that never entered the switch: no mbufs, or bad descriptors on the mbuf path. */
 uint64_t vhf_rx_missed(const struct vhf *v);
+/* Frames from this port's guest copied straight into another guest's buffers. */
+uint64_t vhf_one_copy(const struct vhf *v);
 
 uint16_t vhf_rx_burst(struct vhf *v, struct rte_mbuf **pkts, uint16_t n);
 /* Copies what fits into worker Q's receive queue of the guest, frees it; returns how many. */
