@@ -45,11 +45,16 @@
 #define VHF_MAX_FRAME (64 * 1024 + 64)
 #define VHF_TXQ 1                     /* the guest's transmit queue of pair 0: our input */
 #define VHF_MAX_PORTS PORT_MAX
+#define VHF_SHADOW 512                /* used entries kept back per ring and burst */
 
-/* Features this data path does not implement, taken out of the library's offer. */
+/*
+ * Features this data path does not implement, taken out of the library's offer. In-order
+ * use of buffers stays offered: buffers are taken and returned in the order the guest
+ * made them available, on both rings, and a DPDK guest's in-order paths are cheaper.
+ */
 #define VHF_REFUSED_FEATURES \
 	((1ULL << VIRTIO_F_RING_PACKED) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC) | \
-	 (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_F_IN_ORDER) | \
+	 (1ULL << VIRTIO_RING_F_EVENT_IDX) | \
 	 (1ULL << VIRTIO_NET_F_CSUM) | (1ULL << VIRTIO_NET_F_GUEST_CSUM) | \
 	 (1ULL << VIRTIO_NET_F_GUEST_TSO4) | (1ULL << VIRTIO_NET_F_GUEST_TSO6) | \
 	 (1ULL << VIRTIO_NET_F_GUEST_ECN) | (1ULL << VIRTIO_NET_F_GUEST_UFO) | \
@@ -71,6 +76,13 @@ struct vhf_ring {
 	uint16_t last_avail;          /* the next avail entry to take */
 	uint16_t last_used;           /* the next used entry to fill; published at burst end */
 	int callfd;
+	/*
+	 * Used entries of the burst, written into the ring all at once when it is published:
+	 * the ring's first line also holds the index the guest polls, and storing entries one
+	 * by one between the copies would pull that line away from the guest again and again.
+	 */
+	uint16_t n_shadow;
+	struct vring_used_elem shadow[VHF_SHADOW];
 } __rte_cache_aligned;
 
 /* A guest's memory table; replaced as a whole when the guest's memory changes. */
@@ -145,12 +157,22 @@ static inline uint16_t avail_idx(const struct vhf_ring *r)
 	return __atomic_load_n(&r->avail->idx, __ATOMIC_ACQUIRE);
 }
 
+/* Writes R's kept-back used entries into the ring, not yet visible to the guest. */
+static void used_flush_entries(struct vhf_ring *r)
+{
+	uint16_t start = (uint16_t)(r->last_used - r->n_shadow), i;
+
+	for (i = 0; i < r->n_shadow; i++)
+		r->used->ring[(uint16_t)(start + i) & r->mask] = r->shadow[i];
+	r->n_shadow = 0;
+}
+
 static inline void used_put(struct vhf_ring *r, uint16_t id, uint32_t len)
 {
-	struct vring_used_elem *e = &r->used->ring[r->last_used & r->mask];
-
-	e->id = id;
-	e->len = len;
+	if (unlikely(r->n_shadow == VHF_SHADOW))
+		used_flush_entries(r);
+	r->shadow[r->n_shadow].id = id;
+	r->shadow[r->n_shadow++].len = len;
 	r->last_used++;
 }
 
@@ -161,8 +183,9 @@ static inline void used_put(struct vhf_ring *r, uint16_t id, uint32_t len)
  */
 static void used_publish(struct vhf_ring *r)
 {
-	if (r->last_used == r->used->idx)
+	if (r->n_shadow == 0 && r->last_used == r->used->idx)
 		return;
+	used_flush_entries(r);
 	__atomic_store_n(&r->used->idx, r->last_used, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (r->callfd >= 0 &&
@@ -307,16 +330,25 @@ static int64_t fill_chain(const struct vhf_dev *d, const struct vhf_mem *m,
 static enum vhf_put put_frame(const struct vhf_dev *d, const struct vhf_mem *m,
 			      struct vhf_ring *r, uint16_t avail, struct vhf_src *s)
 {
-	uint16_t saved_avail = r->last_avail, saved_used = r->last_used, n_bufs = 0;
+	uint16_t saved_avail, saved_used, n_bufs = 0;
 	struct virtio_net_hdr_mrg_rxbuf *hdr = NULL;
 	enum vhf_put why = VHF_PUT_FULL;
 
+	/* Room for a whole frame's entries, so that undoing one never meets a flush. */
+	if (r->n_shadow > VHF_SHADOW - VHF_MAX_SEGS)
+		used_flush_entries(r);
+	saved_avail = r->last_avail;
+	saved_used = r->last_used;
 	do {
 		uint16_t head;
 		int64_t written;
 
 		if (r->last_avail == avail)
 			goto undo;
+		if (n_bufs == VHF_MAX_SEGS) {   /* buffers this small are a broken guest */
+			why = VHF_PUT_BAD;
+			goto undo;
+		}
 		head = next_head(r);
 		written = fill_chain(d, m, r, head, s, &hdr);
 		if (written < 0) {
@@ -334,6 +366,7 @@ static enum vhf_put put_frame(const struct vhf_dev *d, const struct vhf_mem *m,
 		hdr->num_buffers = n_bufs;
 	return VHF_PUT_OK;
 undo:
+	r->n_shadow = (uint16_t)(r->n_shadow - (uint16_t)(r->last_used - saved_used));
 	r->last_avail = saved_avail;
 	r->last_used = saved_used;
 	return why;
@@ -654,13 +687,13 @@ static bool snapshot_vring(struct vhf_dev *d, uint16_t i)
 	r->last_used = last_used;
 	r->callfd = vr.callfd;
 	/*
-	 * Our input: the guest need not kick a poller. Written here rather than through
-	 * rte_vhost_enable_guest_notification(), which takes the vring's lock, held by the
-	 * library while it calls vring_state_changed; and as nobody calls it, the library
-	 * leaves the flag alone.
+	 * A poller needs no kicks, on either ring: a guest that posts receive buffers would
+	 * otherwise make a system call (an eventfd write) for every refill. Written here
+	 * rather than through rte_vhost_enable_guest_notification(), which takes the vring's
+	 * lock, held by the library while it calls vring_state_changed; as nobody calls it,
+	 * the library leaves the flag alone.
 	 */
-	if (i & 1)
-		__atomic_store_n(&r->used->flags, VRING_USED_F_NO_NOTIFY, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->used->flags, VRING_USED_F_NO_NOTIFY, __ATOMIC_RELAXED);
 	return true;
 }
 
