@@ -12,6 +12,7 @@
 #include "classifier.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,11 +83,62 @@ static void hist_free(struct cls_prio_hist *h)
 		free(h->block[b]);
 }
 
+/*
+ * Which values each matched field of a subtable's rules has, as a bitmap of hashes: when a
+ * lookup misses a subtable, one field whose (masked) value no rule there has is enough to
+ * prove the miss, and only that field's bits need to go into the lookup's wildcards, not the
+ * whole mask. That keeps the megaflows the flow switch caches wide: a default-allow ACL
+ * whose rules all rule out the traffic's destination port costs one megaflow on tp_dst, not
+ * one per 5-tuple. A clear bit proves that no rule has the value; a set bit proves nothing
+ * (another value may share it), so a false positive only costs a wider mask. Bits are set
+ * before a rule enters the hash and are not cleared when it leaves (a stale bit is only
+ * imprecise); cls_resort() rebuilds a bitmap that many removals have made stale.
+ */
+#define CLS_PRESENCE_BITS 4096
+
+/*
+ * The fields a witness may be, in the order they are preferred: fields that many flows
+ * share (ports, protocol, destination) before the ones that tell flows apart (source
+ * addresses and ports), so that the masks of different lookups agree and their megaflows
+ * stay few.
+ */
+static const struct cls_field {
+	uint8_t off, len;
+} cls_fields[] = {
+	{ offsetof(struct flow_key, in_port), 4 },
+	{ offsetof(struct flow_key, metadata), 8 },
+	{ offsetof(struct flow_key, tun_id), 8 },
+	{ offsetof(struct flow_key, dl_type), 2 },
+	{ offsetof(struct flow_key, vlan_tci), 2 },
+	{ offsetof(struct flow_key, nw_proto), 1 },
+	{ offsetof(struct flow_key, nw_frag), 1 },
+	{ offsetof(struct flow_key, tp_dst), 2 },
+	{ offsetof(struct flow_key, nw_dst), 4 },
+	{ offsetof(struct flow_key, ipv6_dst), 16 },
+	{ offsetof(struct flow_key, dl_dst), 6 },
+	{ offsetof(struct flow_key, nw_tos), 1 },
+	{ offsetof(struct flow_key, nw_ttl), 1 },
+	{ offsetof(struct flow_key, tcp_flags), 2 },
+	{ offsetof(struct flow_key, ipv6_label), 4 },
+	{ offsetof(struct flow_key, tp_src), 2 },
+	{ offsetof(struct flow_key, nw_src), 4 },
+	{ offsetof(struct flow_key, ipv6_src), 16 },
+	{ offsetof(struct flow_key, dl_src), 6 },
+};
+#define CLS_FIELDS RTE_DIM(cls_fields)
+
+struct cls_presence {
+	uint8_t n;                        /* fields the subtable's mask covers */
+	uint8_t field[CLS_FIELDS];        /* indexes into cls_fields, in its order */
+	uint64_t bits[][CLS_PRESENCE_BITS / 64];   /* one bitmap per field */
+};
+
 struct cls_subtable {
 	struct flow_key mask;
 	uint8_t n_words;                  /* words of the key the mask covers */
 	uint8_t words[FLOW_KEY_WORDS];
 	struct rte_hash *hash;            /* gathered masked words -> head struct cls_rule */
+	struct cls_presence *presence;    /* atomic; NULL: no witness, the whole mask */
 	uint64_t hits[WK_MAX_WORKERS];    /* each written by its worker only */
 
 	/* control thread only */
@@ -95,6 +147,7 @@ struct cls_subtable {
 	struct cls_prio_hist hist;        /* how many rules have each priority */
 	uint64_t hits_seen;               /* the hits at the last resort */
 	uint64_t recent_hits;             /* the hits between the last two resorts */
+	uint32_t keys_removed;            /* since the presence bitmaps were built */
 	struct cls_subtable *next;
 };
 
@@ -122,6 +175,89 @@ struct cls_slot_free {
 	struct rte_hash *hash;
 	int32_t position;
 };
+
+/* ---- presence bitmaps (witnesses of a miss) ---- */
+
+/* The bit of field F's value in KEY under MASK (both whole flow keys). */
+static inline uint32_t presence_bit(unsigned int f, const struct flow_key *key,
+				    const struct flow_key *mask)
+{
+	const uint8_t *k = (const uint8_t *)key + cls_fields[f].off;
+	const uint8_t *m = (const uint8_t *)mask + cls_fields[f].off;
+	uint8_t v[16] = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < cls_fields[f].len; i++)
+		v[i] = k[i] & m[i];
+	return rte_hash_crc(v, sizeof(v), f) & (CLS_PRESENCE_BITS - 1);
+}
+
+static bool field_masked(unsigned int f, const struct flow_key *mask)
+{
+	const uint8_t *m = (const uint8_t *)mask + cls_fields[f].off;
+	unsigned int i;
+
+	for (i = 0; i < cls_fields[f].len; i++)
+		if (m[i] != 0)
+			return true;
+	return false;
+}
+
+/* Empty bitmaps for the fields MASK covers; NULL when out of memory. */
+static struct cls_presence *presence_new(const struct flow_key *mask)
+{
+	uint8_t fields[CLS_FIELDS];
+	unsigned int f, n = 0;
+	struct cls_presence *p;
+
+	for (f = 0; f < CLS_FIELDS; f++)
+		if (field_masked(f, mask))
+			fields[n++] = (uint8_t)f;
+	p = calloc(1, sizeof(*p) + n * sizeof(p->bits[0]));
+	if (p == NULL)
+		return NULL;
+	p->n = (uint8_t)n;
+	memcpy(p->field, fields, n);
+	return p;
+}
+
+/* Marks the values of the rule key KEY (already masked by MASK). */
+static void presence_add(struct cls_presence *p, const struct flow_key *key,
+			 const struct flow_key *mask)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->n; i++) {
+		uint32_t b = presence_bit(p->field[i], key, mask);
+
+		__atomic_fetch_or(&p->bits[i][b / 64], UINT64_C(1) << (b % 64), __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * Adds to WC what proves that no rule of ST matches KEY: the bits of ST's mask in the first
+ * field whose value no rule has, or, when every value is some rule's, the whole mask.
+ */
+static void witness_miss(const struct cls_subtable *st, const struct flow_key *key,
+			 struct flow_key *wc)
+{
+	const struct cls_presence *p = __atomic_load_n(&st->presence, __ATOMIC_ACQUIRE);
+	unsigned int i, j;
+
+	for (i = 0; p != NULL && i < p->n; i++) {
+		unsigned int f = p->field[i];
+		uint32_t b = presence_bit(f, key, &st->mask);
+
+		if (__atomic_load_n(&p->bits[i][b / 64], __ATOMIC_ACQUIRE) &
+		    (UINT64_C(1) << (b % 64)))
+			continue;
+		for (j = 0; j < cls_fields[f].len; j++)
+			((uint8_t *)wc)[cls_fields[f].off + j] |=
+				((const uint8_t *)&st->mask)[cls_fields[f].off + j];
+		return;
+	}
+	flow_key_or(wc, &st->mask);
+}
 
 /* ---- the hot path ---- */
 
@@ -153,13 +289,17 @@ const struct cls_rule *cls_lookup(const struct cls_table *t, const struct flow_k
 
 		if ((int)v->e[i].max_priority <= best_priority)
 			break;      /* sorted: nothing further can win */
-		if (wc != NULL)
-			flow_key_or(wc, &st->mask);
 		len = cls_gather(st, key, buf);
 		if (rte_hash_lookup_with_hash_data(st->hash, buf, rte_hash_crc(buf, len, 0),
-						   &data) < 0)
+						   &data) < 0) {
+			if (wc != NULL)
+				witness_miss(st, key, wc);
 			continue;
+		}
 		const struct cls_rule *r = data;
+
+		if (wc != NULL)
+			flow_key_or(wc, &st->mask);
 
 		if ((int)r->priority > best_priority) {
 			best = r;
@@ -255,6 +395,7 @@ static void free_subtable(void *arg)
 	struct cls_subtable *st = arg;
 
 	hist_free(&st->hist);
+	free(st->presence);
 	free_subtable_hash(st);
 }
 
@@ -284,8 +425,10 @@ static struct cls_subtable *new_subtable(struct cls_table *t, const struct flow_
 	if (st->n_words == 0)   /* matches everything: one key, a zero word */
 		st->words[st->n_words++] = 0;
 	st->capacity = CLS_MIN_CAPACITY;
+	st->presence = presence_new(mask);     /* none: misses cost the whole mask */
 	st->hash = make_hash(t, st->capacity, st->n_words * 8u);
 	if (st->hash == NULL) {
+		free(st->presence);
 		free(st);
 		return NULL;
 	}
@@ -308,6 +451,7 @@ static void delete_key(struct cls_subtable *st, const uint64_t *buf, uint32_t le
 	if (pos < 0)
 		return;
 	st->n_keys--;
+	st->keys_removed++;
 	f = malloc(sizeof(*f));
 	if (f == NULL)
 		return;     /* the slot stays used: the hash grows a little sooner */
@@ -487,6 +631,9 @@ int cls_insert(struct cls_table *t, struct cls_rule *r)
 		return -1;
 	}
 	raises = !fresh && r->priority > st->max_priority;
+	/* Its values are marked before the rule can be found (see presence_add). */
+	if (st->presence != NULL)
+		presence_add(st->presence, &r->match.key, &st->mask);
 	/* The view's maximum rises before the rule can be found (see the top of the file). */
 	if ((raises && publish_view(t, NULL, st, r->priority) != 0) ||
 	    chain_insert(t, st, r) != 0) {
@@ -570,6 +717,38 @@ struct cls_rule *cls_first(const struct cls_table *t)
 	return t->all;
 }
 
+static void free_presence(void *p)
+{
+	free(p);
+}
+
+/*
+ * Builds ST's presence bitmaps anew from the rules it holds, once more keys have left it
+ * than it holds (their bits, left set, make misses prove less), and publishes them whole.
+ */
+static void refresh_presence(struct cls_subtable *st)
+{
+	struct cls_presence *p, *old = st->presence;
+	const void *key;
+	void *data;
+	uint32_t iter = 0;
+
+	if (st->keys_removed <= st->n_keys + 16)
+		return;
+	p = presence_new(&st->mask);
+	if (p == NULL)
+		return;
+	while (rte_hash_iterate(st->hash, &key, &data, &iter) >= 0) {
+		const struct cls_rule *r = data;
+
+		presence_add(p, &r->match.key, &st->mask);
+	}
+	st->keys_removed = 0;
+	__atomic_store_n(&st->presence, p, __ATOMIC_RELEASE);
+	if (old != NULL)
+		wk_defer(free_presence, old);
+}
+
 void cls_resort(struct cls_table *t)
 {
 	const struct cls_view *v = t->view;
@@ -584,6 +763,7 @@ void cls_resort(struct cls_table *t)
 			hits += stats_read(&st->hits[w]);
 		st->recent_hits = hits - st->hits_seen;
 		st->hits_seen = hits;
+		refresh_presence(st);
 	}
 	/* A new view only when the order changes: most ticks leave it as it is. */
 	for (i = 1; i < v->n; i++)

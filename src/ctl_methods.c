@@ -34,6 +34,7 @@ static struct pending_add {
 	bool active;                /* started, answer not yet given */
 	bool finished;              /* the set-up was collected; the answer is below */
 	struct sw *sw;              /* the switch it joins; NULL once that switch is gone */
+	int slot;                   /* the slot asked for (ofport - 1), or -1 */
 	json_t *result;
 	struct ctl_error error;
 } pending;
@@ -505,23 +506,37 @@ static json_t *m_add_port(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
 		{ "switch", P_STRING, true }, { "name", P_NAME, true }, { "spec", P_STRING, true },
-		{ NULL, 0, false } };
+		{ "ofport", P_UINT, false }, { NULL, 0, false } };
+	json_t *ofport;
 	enum port_error perr;
 	char err[512];
 	struct sw *s;
+	int slot = -1;
 
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "switch", e)) == NULL)
 		return NULL;
 	if (s->n_ports == SW_MAX_PORTS)
 		return fail(e, CTL_LIMIT, "switch '%s' has %d ports, its maximum", s->name,
 			    SW_MAX_PORTS);
+	if ((ofport = json_object_get(params, "ofport")) != NULL) {
+		json_int_t n = json_integer_value(ofport);
+
+		if (n < 1 || n > SW_MAX_PORTS)
+			return fail(e, CTL_INVALID_PARAMS, "ofport: %" JSON_INTEGER_FORMAT
+				    " is not an OpenFlow port number of a switch (1..%d)", n,
+				    SW_MAX_PORTS);
+		slot = (int)n - 1;
+		if (s->ports[slot] != NULL)
+			return fail(e, CTL_EXISTS, "ofport %" JSON_INTEGER_FORMAT " of switch '%s' "
+				    "is port '%s'", n, s->name, s->ports[slot]->name);
+	}
 	if (pending.active)
 		return fail(e, CTL_WRONG_STATE, "busy: port '%s' is being set up; try again when "
 			    "it is done", port_setup_pending() ? port_setup_pending() : "?");
 	if (port_setup_start(str(params, "name"), str(params, "spec"), &perr, err,
 			     sizeof(err)) != 0)
 		return fail(e, port_error_codes[perr], "%s", err);
-	pending = (struct pending_add){ .active = true, .sw = s };
+	pending = (struct pending_add){ .active = true, .sw = s, .slot = slot };
 	e->code = CTL_DEFERRED;
 	return NULL;
 }
@@ -534,8 +549,11 @@ static json_t *adopt_port(struct port *p, struct ctl_error *e)
 		return fail(e, CTL_DEVICE, "port '%s': set-up cancelled: its switch was deleted",
 			    p->name);
 	}
-	if (sw_attach_port(pending.sw, p) != 0) {
+	if (sw_attach_port(pending.sw, p, pending.slot) != 0) {
 		port_destroy(p);
+		if (pending.slot >= 0)
+			return fail(e, CTL_EXISTS, "ofport %d of switch '%s' was taken meanwhile",
+				    pending.slot + 1, pending.sw->name);
 		return fail(e, CTL_LIMIT, "switch '%s' is full", pending.sw->name);
 	}
 	if (wk_add_port(p) != 0) {

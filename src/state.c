@@ -271,8 +271,10 @@ static void add_switch_requests(json_t *out, json_t *sw)
 		json_object_set(params, "max_entries", json_object_get(sw, "max_entries"));
 	add_request(out, "add-switch", params);
 	json_array_foreach(json_object_get(sw, "ports"), i, p) {
-		add_request(out, "add-port", json_pack("{ss sO sO}", "switch", name,
-			    "name", json_object_get(p, "name"), "spec", json_object_get(p, "spec")));
+		/* Its OpenFlow number too: rules and controllers name ports by it. */
+		add_request(out, "add-port", json_pack("{ss sO sO sO*}", "switch", name,
+			    "name", json_object_get(p, "name"), "spec", json_object_get(p, "spec"),
+			    "ofport", json_object_get(p, "ofport")));
 		if (json_is_true(json_object_get(p, "mtu_set")))      /* set-port mtu=N */
 			add_request(out, "set-port", json_pack("{ss sO sO}", "switch", name,
 				    "name", json_object_get(p, "name"),

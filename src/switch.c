@@ -85,17 +85,30 @@ void sw_abandon(struct sw *s)
 			sw_table[i] = NULL;
 }
 
-int sw_attach_port(struct sw *s, struct port *p)
+int sw_free_slot(const struct sw *s, const char *name)
 {
-	uint16_t i;
+	int i, best = -1;
 
-	for (i = 0; i < SW_MAX_PORTS && s->ports[i] != NULL; i++)
-		;
-	if (i == SW_MAX_PORTS)
+	for (i = 0; i < SW_MAX_PORTS; i++) {
+		if (s->ports[i] != NULL)
+			continue;
+		if (s->slot_freed[i] != 0 && strcmp(s->slot_name[i], name) == 0)
+			return i;
+		if (best < 0 || s->slot_freed[i] < s->slot_freed[best])
+			best = i;
+	}
+	return best;
+}
+
+int sw_attach_port(struct sw *s, struct port *p, int want)
+{
+	int i = want >= 0 ? want : sw_free_slot(s, p->name);
+
+	if (i < 0 || i >= SW_MAX_PORTS || s->ports[i] != NULL)
 		return -1;
 	p->sw = s;
-	p->sw_index = i;
-	s->ops->port_added(s->fwd, i);
+	p->sw_index = (uint16_t)i;
+	s->ops->port_added(s->fwd, (uint16_t)i);
 	/* Release: a worker that sees the pointer sees the port's fields and the fwd state. */
 	__atomic_store_n(&s->ports[i], p, __ATOMIC_RELEASE);
 	s->n_ports++;
@@ -104,6 +117,8 @@ int sw_attach_port(struct sw *s, struct port *p)
 
 void sw_detach_port(struct sw *s, struct port *p)
 {
+	snprintf(s->slot_name[p->sw_index], sizeof(s->slot_name[0]), "%s", p->name);
+	s->slot_freed[p->sw_index] = ++s->slot_clock;
 	__atomic_store_n(&s->ports[p->sw_index], NULL, __ATOMIC_RELEASE);
 	s->ops->port_removed(s->fwd, p->sw_index);
 	s->n_ports--;

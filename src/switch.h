@@ -19,6 +19,15 @@ struct sw {
 
 	char name[SW_NAME_LEN];
 	unsigned int n_ports;
+	/*
+	 * Which port held each slot last, and when it left: a slot's index is the port's
+	 * OpenFlow number (minus one), and rules name ports by it, so a port added again gets
+	 * its old slot back and another port takes a recently freed slot only when no other
+	 * is left (OVS, too, keeps a port's number and avoids reusing freed ones).
+	 */
+	char slot_name[SW_MAX_PORTS][PORT_NAME_LEN];
+	uint64_t slot_freed[SW_MAX_PORTS];    /* 0: never held a port */
+	uint64_t slot_clock;
 };
 
 struct sw *sw_create(const char *name, const char *mode, const json_t *params,
@@ -30,8 +39,15 @@ void sw_abandon(struct sw *s);
 struct sw *sw_find(const char *name);
 struct sw *sw_by_index(unsigned int i);  /* 0..SW_MAX-1, NULL for empty slots */
 
-/* Puts P in a free slot of S and tells the forwarding function; -1 when S is full. */
-int sw_attach_port(struct sw *s, struct port *p);
+/*
+ * Puts P in slot WANT of S (its OpenFlow number minus one), or, WANT negative, in the slot
+ * sw_free_slot() picks, and tells the forwarding function; -1 when that slot is taken or S
+ * is full.
+ */
+int sw_attach_port(struct sw *s, struct port *p, int want);
+/* The slot a port named NAME would get: the one it held before if free, else the lowest
+ * never used, else the one freed longest ago; -1 when S is full. */
+int sw_free_slot(const struct sw *s, const char *name);
 /* Takes P out of S (workers may still hold it until the next grace period). */
 void sw_detach_port(struct sw *s, struct port *p);
 

@@ -276,14 +276,19 @@ VERBS: tuple[Verb, ...] = (
     Verb("add-port", "create a port from a spec and add it to a switch",
          "Create the DPDK device described by SPEC, start it and add it to SWITCH as port "
          "NAME. SPEC is KIND:key=value,... and is passed to the daemon as it is (see "
-         "docs/ports.md). Port names are unique in the daemon, not only in their switch.",
+         "docs/ports.md). Port names are unique in the daemon, not only in their switch. "
+         "The port's OpenFlow number (1..64, `show`) is the one it had before in this "
+         "switch if it is free, else the lowest never used, else the one freed longest "
+         "ago; --ofport asks for a number.",
          ("add-port br0 vm1 vhost-user:server,path=/run/sluice/vm1.sock",
           "add-port br0 vm2 vhost-user:client,path=/var/lib/vms/vm2.sock",
-          "add-port br0 nic0 pci:0000:03:00.0"),
+          "add-port br0 nic0 pci:0000:03:00.0 --ofport 10"),
          (SWITCH,
           Arg("name", "the new port's name (same rules as switch names)", metavar="NAME"),
           Arg("spec", "KIND:key=value,... e.g. tap:name=sl0, memif:server,socket=/tmp/m.sock",
-              metavar="SPEC"))),
+              metavar="SPEC"),
+          Arg("ofport", "the OpenFlow port number it must have (1..64, free)", option="--ofport",
+              metavar="N", type=int))),
     Verb("del-port", "stop and remove a port",
          "Remove port NAME from SWITCH (its link goes too), stop and remove its device.",
          ("del-port br0 vm1",),
@@ -654,6 +659,11 @@ def format_learn_settings(s: Mapping[str, Any]) -> list[str]:
     return out
 
 
+
+def counted(n: object, noun: str) -> str:
+    """N NOUN, in the plural unless N is 1 ("1 group", "3 groups")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
 def format_show(r: Mapping[str, Any]) -> str:
     """Like `ovs-vsctl show`: the daemon, each switch with its ports and links, the workers."""
     version = r.get("version")
@@ -682,9 +692,14 @@ def format_show(r: Mapping[str, Any]) -> str:
             out.extend(format_learn_settings(s))
         if s.get("mode") == "flow":
             cache, queue = s.get("cache") or {}, s.get("controller_queue") or {}
-            out.append(f"    {s.get('rules')} rules in {s.get('subtables')} subtables, "
-                       f"{s.get('groups')} groups, {s.get('meters')} meters; cache "
+            mf = s.get("megaflows") or {}
+            out.append(f"    {counted(s.get('rules'), 'rule')} in "
+                       f"{counted(s.get('subtables'), 'subtable')}, "
+                       f"{counted(s.get('groups'), 'group')}, "
+                       f"{counted(s.get('meters'), 'meter')}; cache "
                        f"{cache.get('hits')} hits, {cache.get('misses')} misses; "
+                       f"megaflows {mf.get('hits')} hits, {mf.get('misses')} misses, "
+                       f"{counted(mf.get('masks'), 'mask')}; "
                        f"controller queue {queue.get('queued')} queued, "
                        f"{queue.get('full')} lost when full")
     workers = r.get("workers") or []

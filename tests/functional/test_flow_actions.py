@@ -379,15 +379,25 @@ def test_two_unchanged_outputs_to_one_port(taps: FlowTaps) -> None:
     assert len(got["p1"]) == 2, got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a program holds at most PROG_MAX_EGRESS (8) distinct (header changes, outputs) pairs "
-    "(fwd_flow.c egress()); further outputs are left out without being counted anywhere"))
 def test_many_differently_changed_copies(taps: FlowTaps) -> None:
+    """Ten differently changed copies to one port all go (a program holds 16)."""
     buckets = ",".join(f"bucket=mod_dl_dst:02:00:00:00:01:{i:02x},output:p1" for i in range(10))
     taps.daemon.call("add-group", switch="fa", group=f"group_id=1,type=all,{buckets}")
     taps.flows("in_port=p0,actions=group:1")
     got = taps.out("p0", udp())
     assert sorted(f.dst for f in got["p1"]) == [f"02:00:00:00:01:{i:02x}" for i in range(10)]
+
+
+def test_copies_beyond_a_program_are_counted(taps: FlowTaps) -> None:
+    """Twenty differently changed copies: the first 16 go, the other 4 are copy_failed for
+    each frame, never lost unseen."""
+    buckets = ",".join(f"bucket=mod_dl_dst:02:00:00:00:01:{i:02x},output:p1" for i in range(20))
+    taps.daemon.call("add-group", switch="fa", group=f"group_id=1,type=all,{buckets}")
+    taps.flows("in_port=p0,actions=group:1")
+    before = taps.show()["copy_failed"]
+    got = taps.out("p0", udp())
+    assert sorted(f.dst for f in got["p1"]) == [f"02:00:00:00:01:{i:02x}" for i in range(16)]
+    assert taps.show()["copy_failed"] - before == 4
 
 
 def test_pcap_ports_in_and_out(taps: FlowTaps) -> None:

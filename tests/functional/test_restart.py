@@ -21,6 +21,7 @@ import pytest
 from conftest import (
     TESTPMD,
     Daemon,
+    RpcError,
     assert_accounting,
     remove_hugepage_files,
     stop_process,
@@ -164,5 +165,42 @@ def test_kill9_restart_resumes_vnf_traffic(workdir: Path, vnfs: dict[str, Any]) 
         print(f"\nrestart to traffic after SIGKILL: {', '.join(f'{g:.3f}' for g in gaps)} s")
         assert all(g < 10 for g in gaps), gaps
         assert all(p.poll() is None for p in vnfs.values()), "a VNF died with the switch"
+    finally:
+        d.stop()
+
+
+def ofports(d: Daemon, switch: str) -> dict[str, int]:
+    sw = next(s for s in d.call("show")["switches"] if s["name"] == switch)
+    return {p["name"]: p["ofport"] for p in sw["ports"]}
+
+
+def test_openflow_port_numbers_stay_with_their_ports(workdir: Path) -> None:
+    """Rules and controllers name ports by OpenFlow number: a deleted port's number does not
+    pass to a new port while others are free, comes back to a port of the same name, can be
+    asked for, and survives a restart (with a gap before it)."""
+    state = workdir / "sluiced.state"
+    d = Daemon(workdir, "of", ["--state", str(state)]).start()
+    try:
+        d.call("add-switch", name="f", mode="flow")
+        for name in ("a", "b", "c"):
+            d.call("add-port", switch="f", name=name, spec="null:")
+        d.call("add-flow", switch="f", flow="in_port=a,actions=output:2")   # to b
+        d.call("del-port", switch="f", name="b")
+        d.call("add-port", switch="f", name="d", spec="null:")
+        assert ofports(d, "f") == {"a": 1, "c": 3, "d": 4}      # not b's 2
+        d.call("add-port", switch="f", name="b", spec="null:")
+        assert ofports(d, "f")["b"] == 2                      # b's own again
+        d.call("add-port", switch="f", name="e", spec="null:", ofport=9)
+        with pytest.raises(RpcError) as e:
+            d.call("add-port", switch="f", name="g", spec="null:", ofport=9)
+        assert e.value.code == -32001 and "'e'" in e.value.message
+        with pytest.raises(RpcError) as e:
+            d.call("add-port", switch="f", name="g", spec="null:", ofport=65)
+        assert e.value.code == -32602
+        d.call("del-port", switch="f", name="a")
+        before = ofports(d, "f")
+        assert d.stop() == 0
+        d.start()
+        assert ofports(d, "f") == before == {"b": 2, "c": 3, "d": 4, "e": 9}
     finally:
         d.stop()

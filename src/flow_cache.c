@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The megaflow cache (flow_cache.h). */
+#include "flow_cache.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_hash_crc.h>
+
+#include "stats.h"
+
+#define MF_WAYS 4
+
+struct mf_entry {
+	uint32_t hash;
+	uint32_t gen;
+	uint8_t mask;                   /* index into masks */
+	struct flow_key key;            /* masked */
+};
+
+struct mf_mask {
+	struct flow_key mask;
+	uint64_t hits;
+};
+
+struct mf_cache {
+	uint32_t n_sets;
+	size_t value_size;
+	uint32_t gen;                   /* the generation the masks belong to */
+	uint32_t n_masks;               /* atomic: read by the control thread's stats */
+	/* Mask indexes in the order lookups try them: an entry's mask index never changes,
+	 * the order does (a mask that serves more frames moves forward). */
+	uint8_t order[MF_MAX_MASKS];
+	struct mf_mask masks[MF_MAX_MASKS];
+	uint64_t hits, misses, inserts, masks_full;
+	struct mf_entry *entries;
+	uint8_t *values;
+};
+
+struct mf_cache *mf_create(uint32_t entries, size_t value_size)
+{
+	struct mf_cache *c;
+	uint32_t i;
+
+	if (entries < MF_WAYS * 2 || !rte_is_power_of_2(entries))
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->n_sets = entries / MF_WAYS;
+	c->value_size = value_size;
+	c->gen = UINT32_MAX;
+	c->entries = calloc(entries, sizeof(*c->entries));
+	c->values = calloc(entries, value_size);
+	if (c->entries == NULL || c->values == NULL) {
+		mf_destroy(c);
+		return NULL;
+	}
+	/* Generation 0 is a switch's first: mark every entry as of another one. */
+	for (i = 0; i < entries; i++)
+		c->entries[i].gen = UINT32_MAX;
+	return c;
+}
+
+void mf_destroy(struct mf_cache *c)
+{
+	if (c == NULL)
+		return;
+	free(c->entries);
+	free(c->values);
+	free(c);
+}
+
+/* Starts generation GEN: no entry of an older one counts, and their masks go. */
+static inline void start_generation(struct mf_cache *c, uint32_t gen)
+{
+	if (likely(c->gen == gen))
+		return;
+	c->gen = gen;
+	__atomic_store_n(&c->n_masks, 0, __ATOMIC_RELAXED);
+}
+
+static inline uint32_t masked_hash(const struct flow_key *key, const struct flow_key *mask,
+				   unsigned int index, struct flow_key *masked)
+{
+	flow_key_and(masked, key, mask);
+	return rte_hash_crc(masked, sizeof(*masked), index);
+}
+
+static inline struct mf_entry *set_of(const struct mf_cache *c, uint32_t hash)
+{
+	return &c->entries[(size_t)(hash & (c->n_sets - 1)) * MF_WAYS];
+}
+
+/* Moves the mask at position I of the order one step forward once it serves more. */
+static inline void promote(struct mf_cache *c, unsigned int i)
+{
+	uint8_t here = c->order[i], ahead;
+
+	if (i == 0)
+		return;
+	ahead = c->order[i - 1];
+	if (c->masks[here].hits > c->masks[ahead].hits) {
+		c->order[i - 1] = here;
+		c->order[i] = ahead;
+	}
+}
+
+const void *mf_lookup(struct mf_cache *c, uint32_t gen, const struct flow_key *key)
+{
+	struct flow_key masked;
+	unsigned int i, k;
+
+	start_generation(c, gen);
+	for (i = 0; i < c->n_masks; i++) {
+		unsigned int m = c->order[i];
+		uint32_t hash = masked_hash(key, &c->masks[m].mask, m, &masked);
+		struct mf_entry *e = set_of(c, hash);
+
+		for (k = 0; k < MF_WAYS; k++)
+			if (e[k].hash == hash && e[k].gen == gen && e[k].mask == m &&
+			    flow_key_equal(&e[k].key, &masked)) {
+				c->masks[m].hits++;
+				promote(c, i);
+				stats_add(&c->hits, 1);
+				return c->values + (size_t)(e + k - c->entries) * c->value_size;
+			}
+	}
+	stats_add(&c->misses, 1);
+	return NULL;
+}
+
+/* The index of MASK among the generation's masks, added if new; -1 when there is no room. */
+static int mask_index(struct mf_cache *c, const struct flow_key *mask)
+{
+	unsigned int i, n = c->n_masks;
+
+	for (i = 0; i < n; i++)
+		if (flow_key_equal(&c->masks[i].mask, mask))
+			return (int)i;
+	if (n == MF_MAX_MASKS)
+		return -1;
+	c->masks[n].mask = *mask;
+	c->masks[n].hits = 0;
+	c->order[n] = (uint8_t)n;
+	__atomic_store_n(&c->n_masks, n + 1, __ATOMIC_RELAXED);
+	return (int)n;
+}
+
+void *mf_insert(struct mf_cache *c, uint32_t gen, const struct flow_key *key,
+		const struct flow_key *mask)
+{
+	struct flow_key masked;
+	struct mf_entry *e;
+	uint32_t hash;
+	unsigned int k, way;
+	int m;
+
+	start_generation(c, gen);
+	m = mask_index(c, mask);
+	if (m < 0) {
+		stats_add(&c->masks_full, 1);
+		return NULL;
+	}
+	hash = masked_hash(key, mask, (unsigned int)m, &masked);
+	e = set_of(c, hash);
+	way = (hash >> 24) % MF_WAYS;   /* the way to evict when all are of this generation */
+	for (k = 0; k < MF_WAYS; k++)
+		if (e[k].gen != gen) {
+			way = k;
+			break;
+		}
+	e[way].hash = hash;
+	e[way].gen = gen;
+	e[way].mask = (uint8_t)m;
+	e[way].key = masked;
+	stats_add(&c->inserts, 1);
+	return c->values + (size_t)(e + way - c->entries) * c->value_size;
+}
+
+void mf_read_stats(const struct mf_cache *c, struct mf_stats *s)
+{
+	s->hits = stats_read(&c->hits);
+	s->misses = stats_read(&c->misses);
+	s->inserts = stats_read(&c->inserts);
+	s->masks_full = stats_read(&c->masks_full);
+	s->masks = __atomic_load_n(&c->n_masks, __ATOMIC_RELAXED);
+}
