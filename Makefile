@@ -109,7 +109,7 @@ FUZZ_RPC_SRC := src/ctl_methods.c src/ctl_flow.c src/classifier.c src/flow_key.c
 		src/flow_mod.c src/flow_parse.c src/flow_cache.c src/flow_rules.c src/flow_xlate.c src/fwd_flow.c \
 		src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
 		src/notify.c src/path_policy.c src/pool.c src/port.c src/port_afpacket.c src/port_afxdp.c \
-		src/portspec.c src/state.c src/stats.c src/switch.c src/worker.c
+		src/port_vxlan.c src/portspec.c src/state.c src/stats.c src/switch.c src/worker.c
 
 $(FUZZ_DIR)/fuzz_rpc: tests/fuzz/fuzz_rpc.c tests/fuzz/fuzz_eal.h src/ctl.c $(FUZZ_RPC_SRC) \
 		$(wildcard src/*.h)

@@ -224,6 +224,16 @@ static json_t *port_json(struct port *p)
 			 "worker", p->worker, "mtu", (int)p->mtu, "mtu_set", p->mtu_set);
 }
 
+/* port_json, with a vxlan port's tunnel state. */
+static json_t *port_view(struct port *p)
+{
+	json_t *o = port_json(p);
+
+	if (p->vxl != NULL)
+		json_object_set_new(o, "tunnel", vxl_describe(p));
+	return o;
+}
+
 static json_t *drops_json(const struct port_totals *t)
 {
 	json_t *d = json_object();
@@ -327,7 +337,7 @@ static json_t *switch_json(struct sw *s, bool with_ports)
 		if (p == NULL)
 			continue;
 		names[i] = p->name;
-		json_array_append_new(ports, with_ports ? port_json(p) : json_string(p->name));
+		json_array_append_new(ports, with_ports ? port_view(p) : json_string(p->name));
 	}
 	o = json_pack("{ss ss so}", "name", s->name, "mode", s->ops->mode, "ports", ports);
 	if (with_ports && s->ops->describe != NULL) {
@@ -419,6 +429,9 @@ static int delete_port(struct port *p)
 {
 	if (wk_remove_port(p) != 0)     /* no worker receives from it after this returns */
 		return -1;
+	/* A vxlan port receives through its underlay's worker: out of its list first. */
+	if (p->vxl != NULL && vxl_detach(p) < 0)
+		return -1;
 	sw_detach_port(p->sw, p);
 	if (!wk_synchronize()) {        /* no worker still sends to it */
 		port_abandon(p);
@@ -431,12 +444,15 @@ static int delete_port(struct port *p)
 /* Deletes S and its ports; the return value is delete_port's, for the first that failed. */
 static int delete_switch(struct sw *s)
 {
-	unsigned int i;
+	unsigned int i, pass;
 	int rc = 0, one;
 
-	for (i = 0; i < SW_MAX_PORTS; i++)
-		if (s->ports[i] != NULL && (one = delete_port(s->ports[i])) != 0 && rc == 0)
-			rc = one;
+	/* vxlan ports first: an underlay goes only once nothing is carried over it. */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < SW_MAX_PORTS; i++)
+			if (s->ports[i] != NULL && (s->ports[i]->vxl != NULL) == (pass == 0) &&
+			    (one = delete_port(s->ports[i])) != 0 && rc == 0)
+				rc = one;
 	if (rc < 0)
 		return rc;
 	if (rc > 0 || !wk_synchronize()) {
@@ -464,9 +480,34 @@ void ctl_delete_all(void)
 {
 	unsigned int i;
 
+	for (i = 1; i <= PORT_MAX; i++)         /* tunnels before their underlays */
+		if (port_by_id(i) != NULL && port_by_id(i)->vxl != NULL)
+			delete_port(port_by_id(i));
 	for (i = 0; i < SW_MAX; i++)
 		if (sw_by_index(i) != NULL)
 			delete_switch(sw_by_index(i));
+}
+
+/* Whether a port of S carries a vxlan port of another switch (then S stays, with E set). */
+static bool carries_other_tunnels(struct sw *s, struct ctl_error *e)
+{
+	unsigned int i, id;
+
+	for (id = 1; id <= PORT_MAX; id++) {
+		struct port *t = port_by_id(id);
+
+		if (t == NULL || t->vxl == NULL || t->sw == s)
+			continue;
+		for (i = 0; i < SW_MAX_PORTS; i++)
+			if (s->ports[i] != NULL &&
+			    strcmp(s->ports[i]->name, t->ps.vxlan.underlay) == 0) {
+				fail(e, CTL_WRONG_STATE, "port '%s' of switch '%s' carries vxlan port "
+				     "'%s' of switch '%s': delete that first", s->ports[i]->name,
+				     s->name, t->name, t->sw->name);
+				return true;
+			}
+	}
+	return false;
 }
 
 static json_t *m_del_switch(json_t *params, struct ctl_error *e)
@@ -475,6 +516,8 @@ static json_t *m_del_switch(json_t *params, struct ctl_error *e)
 	struct sw *s;
 
 	if (check_params(params, defs, e) != 0 || (s = find_switch(params, "name", e)) == NULL)
+		return NULL;
+	if (carries_other_tunnels(s, e))
 		return NULL;
 	if (s->n_ports > 0 || s == pending.sw) {
 		if (settle_setup(s, NULL, e) != 0)
@@ -556,7 +599,11 @@ static json_t *adopt_port(struct port *p, struct ctl_error *e)
 				    pending.slot + 1, pending.sw->name);
 		return fail(e, CTL_LIMIT, "switch '%s' is full", pending.sw->name);
 	}
-	if (wk_add_port(p) != 0) {
+	/* Only now may the underlay's worker hand it frames: it serves them in P's switch. */
+	if (p->vxl != NULL)
+		vxl_attach(p);
+	/* A vxlan port is received through its underlay's worker, never polled itself. */
+	if (p->vxl == NULL && wk_add_port(p) != 0) {
 		sw_detach_port(pending.sw, p);
 		if (wk_synchronize())
 			port_destroy(p);
@@ -564,7 +611,7 @@ static json_t *adopt_port(struct port *p, struct ctl_error *e)
 			port_abandon(p);
 		return fail(e, CTL_INTERNAL, "out of memory while adding the port to a worker");
 	}
-	return port_json(p);
+	return port_view(p);
 }
 
 /* Collects the finished set-up into pending.result / pending.error. */
@@ -668,6 +715,9 @@ static json_t *m_del_port(json_t *params, struct ctl_error *e)
 		return settle_setup(s, str(params, "name"), e) == 0 ? json_object() : NULL;
 	if ((p = find_port(s, params, "name", e)) == NULL || settle_setup(s, p->name, e) != 0)
 		return NULL;
+	if (vxl_is_underlay(p))
+		return fail(e, CTL_WRONG_STATE, "port '%s' carries vxlan ports: delete them first",
+			    p->name);
 	return deletion_answer(delete_port(p), "port", str(params, "name"), e);
 }
 
@@ -728,7 +778,7 @@ static json_t *m_list_ports(json_t *params, struct ctl_error *e)
 		struct port *p = port_by_id(id);
 
 		if (p != NULL && (only == NULL || p->sw == only))
-			json_array_append_new(a, port_json(p));
+			json_array_append_new(a, port_view(p));
 	}
 	return a;
 }

@@ -106,6 +106,16 @@ static bool meter_pass(struct flow_meter *m, struct flow_worker *w, unsigned int
 	return false;
 }
 
+/* set_field:ID->tun_id: not in the frame's bytes, but in its mbuf, for a vni=flow port
+ * (port_vxlan.h). VALUE is the key's tun_id, host order. */
+static void set_tun_id(struct rte_mbuf *m, const uint8_t *value)
+{
+	uint64_t id;
+
+	memcpy(&id, value, sizeof(id));
+	vxl_set_tun_id(m, id);
+}
+
 /* Applies the header changes of E to M, which nobody else references. */
 static void apply_mods(const struct flow_prog *p, const struct flow_egress *e,
 		       struct rte_mbuf *m)
@@ -119,7 +129,10 @@ static void apply_mods(const struct flow_prog *p, const struct flow_egress *e,
 
 		switch (op->type) {
 		case FLOW_ACT_SET_FIELD:
-			flow_mod_set_field(data, len, (enum flow_field)op->field, op->value);
+			if (unlikely(op->field == FLOW_FIELD_TUN_ID))
+				set_tun_id(m, op->value);
+			else
+				flow_mod_set_field(data, len, (enum flow_field)op->field, op->value);
 			break;
 		case FLOW_ACT_DEC_TTL:
 			flow_mod_dec_ttl(data, len);
@@ -639,6 +652,7 @@ static bool decide_by_port(struct flow *F, struct flow_worker *w, unsigned int w
 
 	flow_key_extract(rte_pktmbuf_mtod(pkts[0], const uint8_t *),
 			 rte_pktmbuf_data_len(pkts[0]), in, &w->key[0]);
+	w->key[0].tun_id = vxl_tun_id(pkts[0]);
 	remember_headers(w, &w->key[0], pkts[0]);
 	p = find_program(F, w, wid, in, gen, 0, &run);
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
@@ -665,6 +679,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
 	struct prog_run run = { 0 };
 	const struct flow_prog *p = NULL;
+	uint64_t last_tun = 0;
 	uint16_t i, uniform;
 
 	w->tsc = rte_rdtsc();
@@ -680,10 +695,12 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		/* A frame with the headers of the one before it has its key and program. */
-		if (i == 0 || !same_headers(w, m)) {
+		/* A frame with the headers (and tunnel id, from a vni=flow port) of the one
+		 * before it has its key and program. */
+		if (i == 0 || vxl_tun_id(m) != last_tun || !same_headers(w, m)) {
 			flow_key_extract(rte_pktmbuf_mtod(m, const uint8_t *),
 					 rte_pktmbuf_data_len(m), in, &w->key[i]);
+			w->key[i].tun_id = last_tun = vxl_tun_id(m);
 			remember_headers(w, &w->key[i], m);
 			p = find_program(F, w, wid, in, gen, i, &run);
 		}

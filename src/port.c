@@ -48,6 +48,7 @@ void port_init(const struct port_config *cfg)
 {
 	config = *cfg;
 	pool_init(cfg->n_mbufs);
+	vxl_init();
 }
 
 void port_fini(void)
@@ -134,6 +135,10 @@ void port_refresh_link(struct port *p)
 	}
 	if (p->vhf != NULL) {
 		__atomic_store_n(&p->link_up, vhf_link_up(p->vhf), __ATOMIC_RELAXED);
+		return;
+	}
+	if (p->vxl != NULL) {
+		__atomic_store_n(&p->link_up, vxl_link_up(p), __ATOMIC_RELAXED);
 		return;
 	}
 	if (rte_eth_link_get_nowait(p->ethdev, &link) != 0)
@@ -531,6 +536,10 @@ static void remove_device(struct port *p)
 		p->pool = NULL;
 		return;
 	}
+	if (p->vxl != NULL) {
+		vxl_close(p);
+		return;
+	}
 
 	unregister_lsc(p);
 	rc = rte_eth_dev_stop(p->ethdev);
@@ -573,7 +582,8 @@ static struct port *port_prepare(const char *name, const char *spec, enum port_e
 	snprintf(unique, sizeof(unique), "p%d", slot + 1);
 	*error = PORT_ERR_SPEC;
 	if (portspec_parse(spec, unique, config.n_workers, &p->ps, err, err_len) != 0 ||
-	    path_policy_check(&p->ps, err, err_len) != 0) {
+	    path_policy_check(&p->ps, err, err_len) != 0 ||
+	    (p->ps.kind == PORTSPEC_VXLAN && vxl_prepare(p, err, err_len) != 0)) {
 		rte_free(p);
 		return NULL;
 	}
@@ -597,6 +607,8 @@ static int port_bring_up(struct port *p, char *err, size_t err_len)
 		return open_afpacket(p, err, err_len);
 	if (p->ps.kind == PORTSPEC_VHOST_USER && p->ps.vhost_fast)
 		return open_vhost_fast(p, err, err_len);
+	if (p->ps.kind == PORTSPEC_VXLAN)
+		return 0;       /* made by vxl_prepare: nothing here waits */
 	if (probe_device(p, err, err_len) != 0)
 		return -1;
 	if (configure_device(p, err, err_len) != 0) {
@@ -604,6 +616,13 @@ static int port_bring_up(struct port *p, char *err, size_t err_len)
 		return -1;
 	}
 	return 0;
+}
+
+/* Frees a port that port_prepare made and that never entered the table. */
+static void port_discard(struct port *p)
+{
+	vxl_close(p);
+	rte_free(p);
 }
 
 static void port_commit(struct port *p)
@@ -699,7 +718,7 @@ int port_setup_start(const char *name, const char *spec, enum port_error *error,
 	*error = PORT_ERR_DEVICE;
 	if (setup_init() != 0) {
 		snprintf(err, err_len, "cannot start a port set-up: %s", strerror(errno));
-		rte_free(p);
+		port_discard(p);
 		return -1;
 	}
 	setup.p = p;
@@ -713,7 +732,7 @@ int port_setup_start(const char *name, const char *spec, enum port_error *error,
 	rc = rte_ctrl_thread_create(&setup.thread, "sluice-setup", NULL, setup_main, p);
 	if (rc != 0) {
 		snprintf(err, err_len, "cannot start a port set-up thread: %s", strerror(rc));
-		rte_free(p);
+		port_discard(p);
 		return -1;
 	}
 	setup.active = true;
@@ -791,7 +810,7 @@ struct port *port_setup_finish(enum port_error *error, char *err, size_t err_len
 			 setup.cancel_reason, setup.err[0] ? "; " : "", setup.err);
 	else
 		snprintf(err, err_len, "%s", setup.err);
-	rte_free(p);
+	port_discard(p);
 	return NULL;
 }
 
@@ -867,6 +886,8 @@ uint64_t port_rx_missed(const struct port *p)
 		return afp_rx_missed(p->afp) - p->baseline_missed;
 	if (p->vhf != NULL)
 		return vhf_rx_missed(p->vhf) - p->baseline_missed;
+	if (p->ethdev == PORT_NO_ETHDEV)
+		return 0;
 	if (rte_eth_stats_get(p->ethdev, &st) != 0)
 		return 0;
 	return st.imissed + st.rx_nombuf - p->baseline_missed;

@@ -19,6 +19,7 @@
 #include <rte_ethdev.h>
 
 #include "port_afpacket.h"
+#include "port_vxlan.h"
 #include "portspec.h"
 #include "stats.h"
 #include "vhost_fast.h"
@@ -36,6 +37,10 @@ struct port {
 	uint16_t sw_index;            /* index in its switch */
 	struct afp *afp;              /* af_packet: sluice's own driver (port_afpacket.h) */
 	struct vhf *vhf;              /* vhost-user with fast=1: sluice's own (vhost_fast.h) */
+	struct vxl_tunnel *vxl;       /* vxlan: its tunnel (port_vxlan.h) */
+	/* The vxlan ports carried over this one (atomic; NULL: none): the worker polling it
+	 * hands their frames to them (port_vxlan.h). */
+	struct vxl_demux *tunnels;
 	/* Takes frames whose checksum or TCP segmentation is left to do (port_afpacket.h);
 	 * other outputs have it done in software by the worker. */
 	bool tx_offloads;
@@ -166,6 +171,8 @@ static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rt
 		return afp_tx_burst(p->afp, q, pkts, n);
 	if (p->vhf != NULL)
 		return vhf_tx_burst(p->vhf, q, pkts, n);
+	if (unlikely(p->vxl != NULL))
+		return vxl_tx_burst(p->vxl, q, pkts, n);
 	return rte_eth_tx_burst(p->ethdev, q, pkts, n);
 }
 

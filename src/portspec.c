@@ -10,6 +10,7 @@
 #define PORTSPEC_MEMIF_BUFFER 2048      /* DPDK memif's default buffer size (bsize) */
 #define PORTSPEC_FRAME_OVERHEAD 22      /* Ethernet header, a VLAN tag, FCS */
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +20,8 @@
 #define UNIX_PATH_MAX (PORTSPEC_PATH_LEN - 1)
 #define MAX_ITEMS 16
 
-enum value_type { V_STRING, V_PATH, V_IFNAME, V_UINT, V_ROLE, V_BOOL, V_MAC };
+enum value_type { V_STRING, V_PATH, V_IFNAME, V_UINT, V_ROLE, V_BOOL, V_MAC, V_IPV4, V_PORTNAME,
+		  V_VNI };
 
 struct key_def {
 	const char *key;
@@ -77,6 +79,15 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "rx", V_BOOL, false, 0, 0 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_PCI] = { "pci", NULL, false, { { NULL, 0, false, 0, 0 } } },
+	/* Not a DPDK device: sluiced encapsulates over another of its ports (port_vxlan.c). */
+	[PORTSPEC_VXLAN] = { "vxlan", "vxlan", false, {
+		{ "underlay", V_PORTNAME, true, 0, 0 },
+		{ "local_ip", V_IPV4, true, 0, 0 },
+		{ "remote_ip", V_IPV4, true, 0, 0 },
+		{ "vni", V_VNI, true, 0, PORTSPEC_VXLAN_VNI_MAX },
+		{ "remote_mac", V_MAC, false, 0, 0 },
+		{ "dst_port", V_UINT, false, 1, 65535 },
+		{ NULL, 0, false, 0, 0 } } },
 };
 
 struct item {
@@ -202,6 +213,28 @@ static int check_value(const char *kind, const struct key_def *def, const char *
 		if (!is_mac(v))
 			return fail(err, len, "%s: '%s' must be a MAC address like 02:00:00:00:00:01",
 				    kind, def->key);
+		break;
+	case V_IPV4: {
+		struct in_addr a;
+
+		if (inet_pton(AF_INET, v, &a) != 1)
+			return fail(err, len, "%s: '%s' must be an IPv4 address like 192.0.2.1, not "
+				    "'%s'", kind, def->key, v);
+		break;
+	}
+	case V_PORTNAME:
+		/* The control protocol's rules for a port's name (docs/protocol.md). */
+		if (strlen(v) > 31 || !isalnum((unsigned char)v[0]))
+			return fail(err, len, "%s: '%s' must be a port name (1 to 31 characters, "
+				    "starting with a letter or digit)", kind, def->key);
+		for (i = 0; v[i] != '\0'; i++)
+			if (!isalnum((unsigned char)v[i]) && strchr("-_.", v[i]) == NULL)
+				return fail(err, len, "%s: '%s' must be a port name", kind, def->key);
+		break;
+	case V_VNI:
+		if (strcmp(v, "flow") != 0 && parse_uint(v, def->min, def->max, &n) != 0)
+			return fail(err, len, "%s: '%s' must be 'flow' or an integer from %lu to %lu",
+				    kind, def->key, def->min, def->max);
 		break;
 	case V_STRING:
 		break;
@@ -374,6 +407,54 @@ static bool role_is_server(const struct item *items, unsigned int n, bool defaul
 	return default_server;
 }
 
+static void parse_mac_bytes(const char *v, uint8_t mac[6])
+{
+	unsigned int b[6], i;
+
+	sscanf(v, "%2x:%2x:%2x:%2x:%2x:%2x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]);
+	for (i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+}
+
+/*
+ * A vxlan port is sluiced's own (port_vxlan.c): the spec's values go to OUT->vxlan, and
+ * devargs holds them in one canonical order, for show and the shared table of cases.
+ */
+static int build_vxlan(const struct item *items, unsigned int n, struct portspec *out,
+		       char *err, size_t len)
+{
+	struct portspec_vxlan *vx = &out->vxlan;
+	const char *vni = required(items, n, "vni"), *v;
+	struct in_addr a;
+	int rc = 0;
+
+	out->is_vdev = false;
+	snprintf(vx->underlay, sizeof(vx->underlay), "%.*s", (int)sizeof(vx->underlay) - 1,
+		 required(items, n, "underlay"));
+	inet_pton(AF_INET, required(items, n, "local_ip"), &a);
+	vx->local_ip = a.s_addr;
+	inet_pton(AF_INET, required(items, n, "remote_ip"), &a);
+	vx->remote_ip = a.s_addr;
+	if (vx->local_ip == vx->remote_ip)
+		return fail(err, len, "vxlan: 'local_ip' and 'remote_ip' must differ");
+	vx->vni_flow = strcmp(vni, "flow") == 0;
+	vx->vni = vx->vni_flow ? 0 : (uint32_t)strtoul(vni, NULL, 10);
+	v = lookup(items, n, "dst_port");
+	vx->dst_port = (uint16_t)(v != NULL ? strtoul(v, NULL, 10) : PORTSPEC_VXLAN_PORT);
+	if ((v = lookup(items, n, "remote_mac")) != NULL) {
+		vx->has_remote_mac = true;
+		parse_mac_bytes(v, vx->remote_mac);
+	}
+	rc |= add_arg(out, "underlay=%s", vx->underlay);
+	rc |= add_arg(out, "local_ip=%s", required(items, n, "local_ip"));
+	rc |= add_arg(out, "remote_ip=%s", required(items, n, "remote_ip"));
+	rc |= add_arg(out, "vni=%s", vni);
+	rc |= add_arg(out, "dst_port=%u", vx->dst_port);
+	if (v != NULL)
+		rc |= add_arg(out, "remote_mac=%s", v);
+	return rc == 0 ? 0 : fail(err, len, "vxlan: spec too long");
+}
+
 static int build_devargs(enum portspec_kind kind, const struct item *items, unsigned int n,
 			 unsigned int queues, struct portspec *out, char *err, size_t len)
 {
@@ -470,6 +551,8 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		if (!is_true(lookup(items, n, "rx")))
 			rc |= add_arg(out, "no-rx=1");
 		break;
+	case PORTSPEC_VXLAN:
+		return build_vxlan(items, n, out, err, len);
 	case PORTSPEC_PCI:
 	case PORTSPEC_KIND_COUNT:
 		break;
@@ -521,7 +604,7 @@ int portspec_parse(const char *spec, const char *unique, unsigned int queues,
 	colon = strchr(spec, ':');
 	if (find_kind(spec, colon ? (size_t)(colon - spec) : strlen(spec), &kind) != 0)
 		return fail(err, err_len, "unknown port kind '%.*s' (known: vhost-user, "
-			    "virtio-user, af_xdp, af_packet, tap, memif, pcap, ring, null, pci)",
+			    "virtio-user, af_xdp, af_packet, tap, memif, pcap, ring, null, pci, vxlan)",
 			    colon ? (int)(colon - spec) : (int)strlen(spec), spec);
 	if (kind == PORTSPEC_PCI)
 		return parse_pci(colon ? colon + 1 : "", out, err, err_len);

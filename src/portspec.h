@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PORTSPEC_MAX_LEN 512     /* longest spec accepted, in bytes */
 #define PORTSPEC_DEVNAME_LEN 64  /* RTE_DEV_NAME_MAX_LEN */
@@ -35,6 +36,7 @@ enum portspec_kind {
 	PORTSPEC_RING,
 	PORTSPEC_NULL,
 	PORTSPEC_PCI,
+	PORTSPEC_VXLAN,
 	PORTSPEC_KIND_COUNT
 };
 
@@ -52,6 +54,20 @@ struct portspec_path {
 	char path[PORTSPEC_PATH_LEN];
 };
 
+#define PORTSPEC_VXLAN_PORT 4789     /* IANA's VXLAN port, the default dst_port */
+#define PORTSPEC_VXLAN_VNI_MAX 16777215
+
+/* A vxlan port's tunnel (docs/ports.md, "VXLAN"): sluiced's own, not a DPDK device. */
+struct portspec_vxlan {
+	char underlay[32];                   /* the sluiced port it is carried over */
+	uint32_t local_ip, remote_ip;        /* IPv4, network byte order */
+	uint32_t vni;                        /* 0..PORTSPEC_VXLAN_VNI_MAX */
+	bool vni_flow;                       /* vni=flow: set by flow rules (tun_id) */
+	bool has_remote_mac;                 /* remote_mac= given: no ARP */
+	uint8_t remote_mac[6];
+	uint16_t dst_port;                   /* UDP destination port, host byte order */
+};
+
 /* What a spec becomes: the kind, and the device name and arguments for rte_dev_probe(). */
 struct portspec {
 	enum portspec_kind kind;
@@ -64,6 +80,7 @@ struct portspec {
 	bool vhost_fast;                     /* vhost-user fast=1: sluiced's own data path */
 	unsigned int n_paths;                /* every file path the spec names */
 	struct portspec_path paths[PORTSPEC_MAX_PATHS];
+	struct portspec_vxlan vxlan;         /* kind vxlan only */
 };
 
 /*

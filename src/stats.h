@@ -30,7 +30,8 @@
 	X(TTL_EXPIRED, "ttl_expired")   \
 	X(CONTROLLER_QUEUE_FULL, "controller_queue_full") \
 	X(GROUP_NO_LIVE_BUCKET, "group_no_live_bucket") \
-	X(MTU_EXCEEDED, "mtu_exceeded")
+	X(MTU_EXCEEDED, "mtu_exceeded")  \
+	X(VXLAN_NO_TUNNEL, "vxlan_no_tunnel")
 
 enum stats_drop {
 #define STATS_DROP_ENUM(sym, name) STATS_DROP_##sym,

@@ -116,6 +116,7 @@ struct worker {
 	uint16_t used[SW_MAX_PORTS];
 	uint16_t n_used;
 	struct wk_out out[SW_MAX_PORTS];
+	struct vxl_split split;       /* frames an underlay's burst holds for its tunnels */
 } __rte_cache_aligned;
 
 static struct worker *workers[WK_MAX_WORKERS];
@@ -485,6 +486,26 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 }
 
 /*
+ * A burst from a port that carries vxlan ports (port_vxlan.h): their frames, decapsulated,
+ * are served as bursts received on the vxlan ports, one tunnel's run at a time; the rest
+ * (returned) goes to the underlay's own switch.
+ */
+static uint16_t serve_tunnels(struct worker *w, struct port *ul, struct rte_mbuf **pkts,
+			      uint16_t n)
+{
+	struct vxl_split *sp = &w->split;
+	uint16_t keep = vxl_rx_split(ul, (uint16_t)w->id, pkts, n, sp), i = 0, j;
+
+	while (i < sp->n) {
+		for (j = (uint16_t)(i + 1); j < sp->n && sp->port[j] == sp->port[i]; j++)
+			;
+		serve_burst(w, sp->port[i], &sp->pkts[i], (uint16_t)(j - i));
+		i = j;
+	}
+	return keep;
+}
+
+/*
  * Marks the start or the end of a burst (worker.h, wk_counters_begin). The release fence
  * orders the odd store before the counter stores that follow it, and the counter stores
  * before the even one; the reader pairs it with an acquire fence (a seqlock).
@@ -511,7 +532,9 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 	struct port *out;
 	uint16_t o;
 
-	if (s->ops->fixed_output == NULL)
+	/* A VXLAN underlay's frames are sorted by tunnel first (port_vxlan.h). */
+	if (s->ops->fixed_output == NULL ||
+	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
 		return false;
 	o = s->ops->fixed_output(s->fwd, in->sw_index);
 	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL || out->vhf == NULL)
@@ -554,8 +577,13 @@ static uint64_t poll_port(struct worker *w, struct port *p)
 	}
 	n = port_rx_burst(p, w->rx, (uint16_t)config.burst);
 	if (n > 0) {
+		uint16_t rest = n;
+
 		burst_seq_step(w);
-		serve_burst(w, p, w->rx, n);
+		if (unlikely(__atomic_load_n(&p->tunnels, __ATOMIC_RELAXED) != NULL))
+			rest = serve_tunnels(w, p, w->rx, n);
+		if (rest > 0)
+			serve_burst(w, p, w->rx, rest);
 		burst_seq_step(w);
 	}
 	return n;

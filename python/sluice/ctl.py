@@ -685,6 +685,7 @@ def format_show(r: Mapping[str, Any]) -> str:
                      p.get("peer"), p.get("worker"), p.get("spec")] for p in ports]
             out.append(table(["port", "id", "kind", "link", "mtu", "peer", "worker", "spec"],
                              rows, right={1, 4, 6}, indent="    "))
+        out.extend(format_tunnel(p) for p in ports if p.get("tunnel"))
         if ports and "links" in s:
             links = ", ".join(" <-> ".join(str(x) for x in link) for link in s["links"])
             out.append(f"    links: {links or 'none'}")
@@ -707,6 +708,14 @@ def format_show(r: Mapping[str, Any]) -> str:
     if r.get("pools"):
         out.append(format_pools(r["pools"]))
     return "\n".join(out)
+
+
+def format_tunnel(p: Mapping[str, Any]) -> str:
+    """A vxlan port's tunnel (docs/ports.md, VXLAN): its underlay, VNI and next hop."""
+    t = p["tunnel"]
+    hop = (f"next hop {t.get('remote_mac')} ({t.get('remote_mac_from')})"
+           if t.get("remote_mac") else "next hop unknown (asking by ARP: link down)")
+    return f"    tunnel {p.get('name')}: over {t.get('underlay')}, VNI {t.get('vni')}, {hop}"
 
 
 def format_pools(pools: Sequence[Mapping[str, Any]]) -> str:

@@ -45,7 +45,7 @@ from sluice.rpc import (
 
 REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "hairpin", "vlan",
            "no_match", "action_drop", "reserved_multicast", "storm", "meter", "ttl_expired",
-           "controller_queue_full", "group_no_live_bucket", "mtu_exceeded"]
+           "controller_queue_full", "group_no_live_bucket", "mtu_exceeded", "vxlan_no_tunnel"]
 REPO = Path(__file__).resolve().parents[2]
 
 # ---- argv -> (method, params) ----
@@ -429,6 +429,22 @@ def test_show() -> None:
     assert lines[7].split() == ["worker", "lcore", "packets", "loops", "busy", "stalls",
                                 "stuck"]
     assert lines[8].split() == ["0", "1", "7", "9", "25.0%", "0", "-"]
+
+
+def test_show_tunnels() -> None:
+    vx = port_object("vx", None, 3) | {
+        "kind": "vxlan", "spec": "vxlan:underlay=ul,local_ip=10.0.0.1,remote_ip=10.0.0.2,vni=7",
+        "tunnel": {"underlay": "ul", "vni": 7, "remote_mac": "02:00:00:00:00:09",
+                   "remote_mac_from": "learned"}}
+    waiting = port_object("vy", None, 4) | {
+        "kind": "vxlan", "tunnel": {"underlay": "ul", "vni": 8, "remote_mac": None,
+                                    "remote_mac_from": "learned"}}
+    result = {"workers": [], "switches": [{"name": "br0", "mode": "learn",
+                                           "ports": [vx, waiting]}]}
+    lines = format_show(result).splitlines()
+    assert "    tunnel vx: over ul, VNI 7, next hop 02:00:00:00:00:09 (learned)" in lines
+    assert ("    tunnel vy: over ul, VNI 8, next hop unknown (asking by ARP: link down)"
+            in lines)
 
 
 def test_lists() -> None:

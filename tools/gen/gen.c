@@ -382,6 +382,11 @@ static int check_spec_list(const char *opt, const char *const *specs, unsigned i
 		if (portspec_parse(specs[i], "check", 1, &ps, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sluice-gen: --%s %s: %s\n", opt, specs[i], err);
 			return -1;
+		} else if (ps.kind == PORTSPEC_VXLAN) {
+			/* sluiced's own tunnel over another of its ports: no DPDK device */
+			fprintf(stderr, "sluice-gen: --%s %s: vxlan ports are sluiced's; sluice-gen "
+				"cannot open one\n", opt, specs[i]);
+			return -1;
 		}
 	return 0;
 }

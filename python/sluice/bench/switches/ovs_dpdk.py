@@ -7,12 +7,19 @@ and DPDK vdev ports (net_memif, net_af_xdp or net_af_packet) for memif and veth 
 `normal` leaves the bridge's NORMAL action (MAC learning, flooding); mode `flows` replaces it
 with explicit in_port->output rules for the topology's pairs. The PMD thread runs on the
 switch CPU (pmd-cpu-mask); the main and handler threads on the generator's CPU, where they
-sleep.
+sleep. The variant `vxlan` (named only) sends every pair through a VXLAN tunnel and back, set
+up the OVS userspace way: vxlan ports on br0 (`options:local_ip`, `remote_ip`, `key`), the
+tunnel endpoints' addresses on the LOCAL port of a second netdev bridge br-phy whose one
+port is a DPDK ring loopback (`net_ring`: what is sent comes back in), the next hop set with
+`tnl/arp/set`; rules send A to tunnel end vxaN and what arrives on vxbN (the other end) to
+B, and br-phy passes LOCAL <-> ring, where OVS pushes and pops the headers (docs/bench.md,
+"VXLAN").
 """
 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +29,8 @@ from sluice.bench.switches import ovsdb
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 
 VSWITCHD = Path("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk")
+PHY_BRIDGE = "br-phy"                # vxlan mode: the tunnel endpoints' bridge
+PHY_MAC = "02:00:00:00:ff:01"
 
 
 class OvsDpdk(Switch):
@@ -30,6 +39,7 @@ class OvsDpdk(Switch):
     name = "ovs-dpdk"
     learning_modes = ("normal",)
     modes = ("normal", "flows")
+    variants = ("vxlan",)
     flooding_modes = ("normal",)
     vhost_server = False
 
@@ -89,7 +99,52 @@ class OvsDpdk(Switch):
             lines, self.acl_rules, self.acl_masks = rules.for_switch(
                 rules.pair_rules(topo.pairs), self.ctx.extra, topo.firewall)
             self.ovs.load_flows(lines)
+        elif self.mode == "vxlan":
+            self._tunnels(topo)
         self.topology = dataclasses.replace(topo, veth_driver=driver)
+
+    def _tunnels(self, topo: Topology) -> None:
+        """Pair N's ends joined through a VXLAN tunnel looped over br-phy's ring port."""
+        vs, netns = self.ovs.vsctl, self.ovs.own_netns or topo.netns
+        vs("add-br", PHY_BRIDGE, "--", "set", "bridge", PHY_BRIDGE, "datapath_type=netdev",
+           f"other_config:hwaddr={PHY_MAC}")
+        vs("add-port", PHY_BRIDGE, "ring", "--", "set", "Interface", "ring", "type=dpdk",
+           f"options:dpdk-devargs=net_ring0,nodeaction={self.prefix}r:0:CREATE",
+           # net_ring loops transmit queue i into receive queue i, and OVS's PMD sends on
+           # queue 1 (queue 0 is the main thread's): both are polled, or nothing returns.
+           "options:n_rxq=2", "ofport_request=1")
+        self.ovs.wait_port("ring")
+        steering = []
+        base = len(topo.links) + 1
+        for n, (a, b) in enumerate(topo.pairs):
+            for end, local, remote in (("a", 1, 2), ("b", 2, 1)):
+                ip = f"10.{200 + n}.0.{local}"
+                vs("add-port", ovsdb.BRIDGE, f"vx{end}{n}", "--", "set", "Interface",
+                   f"vx{end}{n}", "type=vxlan", f"options:local_ip={ip}",
+                   f"options:remote_ip=10.{200 + n}.0.{remote}", f"options:key={100 + n}",
+                   f"ofport_request={base + 2 * n + (end == 'b')}")
+                subprocess.run(["ip", "netns", "exec", netns, "ip", "addr", "add",
+                                f"{ip}/32", "dev", PHY_BRIDGE], check=True,
+                               capture_output=True, timeout=20)
+            # A's frames into the tunnel's end a, what leaves its end b to B; and back.
+            va, vb = base + 2 * n, base + 2 * n + 1
+            steering += [f"in_port={a + 1},actions=output:{va}",
+                         f"in_port={vb},actions=output:{b + 1}",
+                         f"in_port={b + 1},actions=output:{vb}",
+                         f"in_port={va},actions=output:{a + 1}"]
+        subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", PHY_BRIDGE, "up"],
+                       check=True, capture_output=True, timeout=20)
+        for n in range(len(topo.pairs)):
+            for local in (1, 2):
+                self.ovs.appctl("tnl/arp/set", PHY_BRIDGE, f"10.{200 + n}.0.{local}", PHY_MAC)
+        self.ovs.load_flows(steering)
+        phy = ["in_port=LOCAL,actions=output:1", "in_port=1,actions=LOCAL"]
+        mgmt = f"unix:{self.ovs.dir}/{PHY_BRIDGE}.mgmt"
+        subprocess.run(["ovs-ofctl", "del-flows", mgmt], check=True, capture_output=True,
+                       timeout=30)
+        for line in phy:
+            subprocess.run(["ovs-ofctl", "add-flow", mgmt, line], check=True,
+                           capture_output=True, timeout=30)
 
     def port_counters(self) -> dict[str, dict[str, Any]] | None:
         """vswitchd's counters of its ports (`ovs-ofctl dump-ports`), by OpenFlow number."""
@@ -108,6 +163,10 @@ class OvsDpdk(Switch):
         return [Poller("ovs-vswitchd pmd thread", self.ctx.switch_cpu)]
 
     def steering(self) -> str:
+        if self.mode == "vxlan":
+            return ("OVS-DPDK vxlan: in_port rules send each pair's ends through a VXLAN "
+                    "tunnel (type=vxlan ports, endpoints on br-phy's LOCAL port, tnl/arp/set) "
+                    "looped over br-phy's net_ring port: pushed and popped once")
         if self.mode == "normal":
             return ("OVS-DPDK NORMAL action: MAC learning, flooding of unknown destinations "
                     "(one-way traffic never teaches it the sink's MAC: every frame floods)")

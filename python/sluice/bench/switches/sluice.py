@@ -13,6 +13,11 @@ the generator's CPU, where it sleeps on its socket. The worker busy-polls
 only, never run by a bare `sluice`) keep the daemon's default adaptive idle sleep, for
 `sluice-bench idle`. The variant `patch+fast` (named only) makes its vhost-user ports with
 `fast=1`, sluiced's one-copy path between guests (docs/design.md, "One copy between VMs").
+The variant `vxlan` (named only) sends every pair through a VXLAN
+tunnel and back: A is patched to vxlan port vxaN, which encapsulates onto a ring port (a
+loopback: what is sent on it comes back in), where vxlan port vxbN (the tunnel's other end,
+addresses swapped) decapsulates, patched to B; each frame is encapsulated and decapsulated
+once, as through OVS-DPDK's `vxlan` mode (docs/bench.md, "VXLAN").
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from sluice.rpc import RpcClient, RpcError
 BRIDGE = "bench"
 IDLE_SUFFIX = "+idle"     # a variant that keeps sluiced's default idle sleep
 FAST_SUFFIX = "+fast"     # a variant whose vhost-user ports take the one-copy path
+VXLAN_NEXT_HOP = "02:00:00:00:ff:01"     # vxlan mode: the outer destination MAC
 
 
 def sluiced_path(repo: Path) -> Path:
@@ -43,7 +49,7 @@ class Sluice(Switch):
     name = "sluice"
     learning_modes = ("learn", "learn+idle", "flow-normal")
     modes = ("patch", "learn", "flow", "flow-normal")
-    variants = ("patch+idle", "learn+idle", "patch+fast")
+    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast")
     flooding_modes = ("learn", "learn+idle", "flow-normal")
     # Ports get mtu= (Context.extra["mtu"]) when the run has jumbo sizes; vhost-user chains
     # 2 KB buffers. Not memif (base.JUMBO_NOT_MEMIF); veths keep the kernel's 1500 B MTU.
@@ -60,7 +66,8 @@ class Sluice(Switch):
         self.idle_sleep = mode.endswith(IDLE_SUFFIX)
         self.vhost_fast = mode.endswith(FAST_SUFFIX)
         # The daemon's forwarding function: flow-normal is a flow switch too.
-        self.daemon_mode = "flow" if self.fwd_mode.startswith("flow") else self.fwd_mode
+        self.daemon_mode = ("flow" if self.fwd_mode.startswith("flow") else
+                            "patch" if self.fwd_mode == "vxlan" else self.fwd_mode)
 
     @classmethod
     def available(cls, repo: Path) -> str | None:
@@ -117,7 +124,9 @@ class Sluice(Switch):
         with RpcClient(str(self.socket), timeout=30) as rpc:
             rpc.call("add-switch", name=BRIDGE, mode=self.daemon_mode)
             self.topology = self._add_ports(rpc, topo)
-            if self.fwd_mode == "patch":
+            if self.fwd_mode == "vxlan":
+                self._tunnels(rpc, topo)
+            elif self.fwd_mode == "patch":
                 for a, b in topo.pairs:
                     rpc.call("patch", switch=BRIDGE, port1=topo.links[a].name,
                              port2=topo.links[b].name)
@@ -127,6 +136,19 @@ class Sluice(Switch):
                 lines, self.acl_rules, self.acl_masks = rules.for_switch(
                     steering, self.ctx.extra, topo.firewall)
                 self.load_flows(lines)
+
+    def _tunnels(self, rpc: RpcClient, topo: Topology) -> None:
+        """Pair N's ends A and B joined through a tunnel over a ring loopback (vxlan mode)."""
+        rpc.call("add-switch", name="under", mode="patch")
+        rpc.call("add-port", switch="under", name="ul", spec=f"ring:name={self.prefix}ul")
+        for n, (a, b) in enumerate(topo.pairs):
+            for end, link, local, remote in (("a", a, 1, 2), ("b", b, 2, 1)):
+                name = f"vx{end}{n}"
+                rpc.call("add-port", switch=BRIDGE, name=name, spec=(
+                    f"vxlan:underlay=ul,local_ip=10.{200 + n}.0.{local},"
+                    f"remote_ip=10.{200 + n}.0.{remote},vni={100 + n},"
+                    f"remote_mac={VXLAN_NEXT_HOP}"))
+                rpc.call("patch", switch=BRIDGE, port1=topo.links[link].name, port2=name)
 
     def load_flows(self, lines: list[str]) -> float:
         """Adds LINES (ovs-ofctl syntax, ports by OpenFlow number) to the flow switch with
@@ -158,6 +180,9 @@ class Sluice(Switch):
     def steering(self) -> str:
         poll = ("worker sleeps when idle (default --idle-sleep-us 50)" if self.idle_sleep
                 else "worker busy-polls (--idle-sleep-us 0)")
+        if self.fwd_mode == "vxlan":
+            return ("sluiced vxlan: each pair's ends patched to the two ends of a VXLAN tunnel "
+                    f"over a ring loopback (encapsulated and decapsulated once); {poll}")
         if self.fwd_mode == "patch":
             fast = (", vhost-user ports with fast=1 (one copy between guests)"
                     if self.vhost_fast else "")
