@@ -41,6 +41,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 	[PORTSPEC_VHOST_USER] = { "vhost-user", "net_vhost", true, {
 		{ "path", V_PATH, true, 0, 0 },
 		{ "role", V_ROLE, false, 0, 0 },
+		{ "fast", V_BOOL, false, 0, 0 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_VIRTIO_USER] = { "virtio-user", "net_virtio_user", true, {
 		{ "path", V_PATH, true, 0, 0 },
@@ -468,6 +469,9 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		rc |= add_arg(out, "client=%d", out->path_is_server ? 0 : 1);
 		rc |= add_arg(out, "queues=%u", queues);
 		add_socket_path(out, "path", required(items, n, "path"));
+		/* sluiced's own data path (vhost_fast.h); the PMD's arguments stay, for
+		 * sluice-gen, which has no other. */
+		out->vhost_fast = is_true(lookup(items, n, "fast"));
 		break;
 	case PORTSPEC_VIRTIO_USER:
 		if (lookup(items, n, "role") && lookup(items, n, "server"))

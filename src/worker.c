@@ -572,6 +572,78 @@ static inline void burst_seq_step(struct worker *w)
 }
 
 /*
+ * A burst from a vhost-user port of sluice's own whose switch sends everything from it to
+ * one other such port (patch): vhost_fast.h copies each frame from guest to guest, no mbuf
+ * in between, and the counters move as serve_burst would move them. Returns false, having
+ * done nothing, when the burst must take the mbuf path (another output, a guest not
+ * connected), which then counts whatever happens.
+ */
+static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
+{
+	struct sw *s = in->sw;
+	struct port_counters *ic, *oc;
+	struct vhf_result r;
+	struct port *out;
+	uint16_t o;
+
+	/* A VXLAN underlay's frames are sorted by tunnel first (port_vxlan.h). */
+	if (s->ops->fixed_output == NULL ||
+	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
+		return false;
+	o = s->ops->fixed_output(s->fwd, in->sw_index);
+	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL || out->vhf == NULL)
+		return false;
+	if (vhf_forward(in->vhf, out->vhf, (uint16_t)w->id, (uint16_t)config.burst,
+			__atomic_load_n(&out->max_frame, __ATOMIC_RELAXED), &r) != 0)
+		return false;
+	if (r.rx + r.malformed == 0)
+		return true;
+	ic = &in->counters[w->id];
+	oc = &out->counters[w->id];
+	stats_add(&ic->rx_packets, r.rx);
+	stats_add(&ic->rx_bytes, r.rx_bytes);
+	stats_add(&ic->forwarded, r.sent);
+	stats_add(&oc->tx_packets, r.sent);
+	stats_add(&oc->tx_bytes, r.sent_bytes);
+	if (r.full > 0)
+		stats_add(&ic->drops[port_link_is_up(out) ? STATS_DROP_TX_FULL :
+				     STATS_DROP_LINK_DOWN], r.full);
+	if (r.too_long > 0)
+		stats_add(&ic->drops[STATS_DROP_MTU_EXCEEDED], r.too_long);
+	*got += r.rx;
+	return true;
+}
+
+/* Receives and serves one burst from P; the frames it took. */
+static uint64_t poll_port(struct worker *w, struct port *p)
+{
+	uint64_t got = 0;
+	uint16_t n;
+
+	if (p->vhf != NULL) {
+		bool done;
+
+		burst_seq_step(w);
+		done = serve_vhost_direct(w, p, &got);
+		burst_seq_step(w);
+		if (done)
+			return got;
+	}
+	n = port_rx_burst(p, w->rx, (uint16_t)config.burst);
+	if (n > 0) {
+		uint16_t rest = n;
+
+		burst_seq_step(w);
+		if (unlikely(__atomic_load_n(&p->tunnels, __ATOMIC_RELAXED) != NULL))
+			rest = serve_tunnels(w, p, w->rx, n);
+		if (rest > 0)
+			serve_burst(w, p, w->rx, rest);
+		burst_seq_step(w);
+	}
+	return n;
+}
+
+/*
  * Sleeps once SPIN_TSC has passed since the last packet (LAST_BUSY), longer each time up
  * to the configured maximum, or to WK_DEEP_SLEEP_US once the worker has been idle for
  * DEEP_TSC.
@@ -615,23 +687,8 @@ static int wk_main(void *arg)
 		const struct wk_plan *plan = __atomic_load_n(&w->plan, __ATOMIC_ACQUIRE);
 		uint64_t got = 0;
 
-		for (i = 0; i < plan->n; i++) {
-			uint16_t n = port_rx_burst(plan->q[i].port, w->rx,
-						   (uint16_t)config.burst);
-
-			if (n > 0) {
-				struct port *p = plan->q[i].port;
-				uint16_t rest = n;
-
-				burst_seq_step(w);
-				if (unlikely(__atomic_load_n(&p->tunnels, __ATOMIC_RELAXED) != NULL))
-					rest = serve_tunnels(w, p, w->rx, n);
-				if (rest > 0)
-					serve_burst(w, p, w->rx, rest);
-				burst_seq_step(w);
-				got += n;
-			}
-		}
+		for (i = 0; i < plan->n; i++)
+			got += poll_port(w, plan->q[i].port);
 		if (unlikely(rte_ring_count(w->inject) > 0))
 			got += serve_injected(w);
 		rte_rcu_qsbr_quiescent(qsbr, w->id);
