@@ -87,14 +87,17 @@ install_debian_packages() {
 # NDR/PDR search (FD.io CSIT's); prometheus-client: `sluicectl metrics`, the Prometheus
 # exporter (docs/capture-metrics.md).
 # shtab: sluicectl's shell completion (python -m sluice.completion).
+# os-ken 3.1.0: sluice-ofagent's OpenFlow 1.3 structures (docs/openflow.md), the version
+# Faucet 1.10 pins (os-ken 4.x has no osken-manager); faucet: the OpenFlow tests' controller.
+# Faucet pins prometheus-client 0.24.1, which `sluicectl metrics` works with too.
 python_packages=(pytest pytest-timeout scapy ruff rich matplotlib MLRsearch==1.2.1
-	prometheus-client shtab)
+	prometheus-client shtab os-ken==3.1.0 faucet==1.10.12)
 
 setup_venv() {
 	local py=python3
 	[ -x "$venv/bin/python" ] || { say "creating venv $venv"; "$py" -m venv "$venv" \
 		|| die "cannot create a venv with $py (install python3-venv)"; }
-	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch, prometheus_client, shtab' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
+	if "$venv/bin/python" -c 'import pytest, pytest_timeout, scapy, rich, matplotlib, MLRsearch, prometheus_client, shtab, os_ken, faucet' 2>/dev/null && [ -x "$venv/bin/ruff" ]; then
 		say "Python packages: all present"
 		return
 	fi

@@ -26,8 +26,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ctl_events.h"
 #include "log.h"
 #include "notify.h"
+#include "ofagent_proc.h"
 #include "port.h"
 #include "rxq.h"
 #include "state.h"
@@ -48,6 +50,8 @@
 #define CTL_SETUP_POLL_MS 50     /* a port set-up's deadline is checked this often */
 #define CTL_LINK_MS 500          /* link states are re-read this often */
 #define CTL_HOUSEKEEPING_MS 10   /* learning and aging, when a switch has any */
+/* A subscriber with more unread than this is sent no packet-ins until it reads (ctl_events.h) */
+#define CTL_EVENT_PAUSE (1024 * 1024)
 
 struct client {
 	int fd;
@@ -58,6 +62,7 @@ struct client {
 	size_t out_sent, out_used, out_cap;
 	size_t len, cap;
 	char *buf;               /* cap + 1 bytes */
+	struct ctl_sub *sub;     /* subscribed to a switch's events (subscribe); NULL: not */
 };
 
 static int listen_fd = -1;
@@ -164,6 +169,29 @@ static bool valid_id(json_t *id)
 }
 
 /*
+ * subscribe: the connection being served gets the switch's events from now on, as
+ * notifications between its answers (ctl_events.h). One subscription per connection.
+ */
+static json_t *subscribe(json_t *params, struct ctl_error *e)
+{
+	struct client *c = current_slot >= 0 ? clients[current_slot] : NULL;
+	json_t *result = NULL;
+
+	if (c == NULL) {
+		e->code = CTL_WRONG_STATE;
+		snprintf(e->message, sizeof(e->message), "subscribe needs a connection");
+		return NULL;
+	}
+	if (c->sub != NULL) {
+		e->code = CTL_WRONG_STATE;
+		snprintf(e->message, sizeof(e->message), "this connection is subscribed already");
+		return NULL;
+	}
+	c->sub = ctl_sub_new(params, &result, e);
+	return c->sub != NULL ? result : NULL;
+}
+
+/*
  * Answers one request. STRICT requires the "jsonrpc":"2.0" member and an id (the socket);
  * the config file is lenient about both.
  */
@@ -190,7 +218,10 @@ static char *handle_request(json_t *req, bool strict, struct ctl_error *e)
 				  "'params' must be an object of named parameters");
 	}
 	e->code = 0;
-	result = ctl_call(json_string_value(method), params, e);
+	if (strict && strcmp(json_string_value(method), "subscribe") == 0)
+		result = subscribe(params, e);
+	else
+		result = ctl_call(json_string_value(method), params, e);
 	json_decref(empty);
 	if (result == NULL && e->code == CTL_DEFERRED) {
 		if (!strict)              /* the config file: wait for it here */
@@ -368,6 +399,7 @@ int ctl_listen(const char *path)
 
 static void free_client(struct client *c)
 {
+	ctl_sub_free(c->sub);
 	close(c->fd);
 	free(c->out);
 	free(c->buf);
@@ -488,7 +520,7 @@ static int longest_idle(uint64_t now)
 
 	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
 		if (clients[slot] != NULL && out_pending(clients[slot]) == 0 &&
-		    !client_waiting((unsigned int)slot) &&
+		    !client_waiting((unsigned int)slot) && clients[slot]->sub == NULL &&
 		    now - clients[slot]->last_ms >= CTL_EVICT_IDLE_MS &&
 		    (best < 0 || clients[slot]->last_ms < clients[best]->last_ms))
 			best = slot;
@@ -681,12 +713,43 @@ static void close_idle_clients(void)
 	if (limit == 0)
 		return;
 	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++)
-		if (clients[slot] != NULL && !client_waiting(slot) &&
+		if (clients[slot] != NULL && !client_waiting(slot) && clients[slot]->sub == NULL &&
 		    now - clients[slot]->last_ms >= limit) {
 			LOG(INFO, "control: closing a connection idle for %u s",
 			    ctl_cfg.idle_timeout_s);
 			drop_client(slot);
 		}
+}
+
+/* Sends each subscriber what happened on its switch since the last tick. */
+static void push_events(void)
+{
+	unsigned int slot;
+	json_t *events = json_array(), *v;
+	size_t i;
+
+	for (slot = 0; slot < CTL_MAX_CLIENTS; slot++) {
+		struct client *c = clients[slot];
+		bool alive;
+
+		if (c == NULL || c->sub == NULL || c->closing)
+			continue;
+		json_array_clear(events);
+		alive = ctl_sub_collect(c->sub, out_pending(c) < CTL_EVENT_PAUSE, events);
+		json_array_foreach(events, i, v) {
+			char *line = dump_line(json_incref(v), NULL);
+
+			if (line != NULL && queue_line(c, line) != 0) {
+				alive = false;
+				break;
+			}
+		}
+		if (!alive)
+			c->closing = true;
+		if (json_array_size(events) > 0 || !alive)
+			serve_client(slot);
+	}
+	json_decref(events);
 }
 
 static void refresh_links(void)
@@ -809,6 +872,8 @@ int ctl_serve(void)
 			}
 		}
 		timeout = sw_tick_all() ? CTL_HOUSEKEEPING_MS : CTL_LINK_MS;
+		push_events();
+		ofa_tick();
 		state_due = state_pending_ms();
 		if (state_due >= 0)
 			timeout = RTE_MIN(timeout, state_due);

@@ -18,6 +18,7 @@
 #include "ctl.h"
 #include "ctl_flow.h"
 #include "ctl_rxq.h"
+#include "ctl_of.h"
 #include "fwd_flow.h"
 #include "fwd_learn.h"
 #include "log.h"
@@ -273,6 +274,8 @@ static json_t *port_stats_json(struct port *p, struct port_totals *sum)
 	o = totals_json(&t);
 	json_object_set_new(o, "name", json_string(p->name));
 	json_object_set_new(o, "rx_missed", json_integer((json_int_t)port_rx_missed(p)));
+	if (p->vhf != NULL)     /* of forwarded: the frames that took the one-copy path */
+		json_object_set_new(o, "one_copy", json_integer((json_int_t)port_one_copy(p)));
 	return o;
 }
 
@@ -316,14 +319,15 @@ static json_t *workers_json(void)
 
 	for (i = 0; i < wk_count(); i++) {
 		wk_read_stats(i, &st);
-		json_array_append_new(a, json_pack("{si si si sI sI sI sI sI si sI sb}",
+		json_array_append_new(a, json_pack("{si si si sI sI sI sI sI si sI sb sI sI}",
 			"id", st.id, "lcore", st.lcore,
 			"cpu", wk_lcore_cpu(st.lcore),
 			"loops", (json_int_t)st.loops, "busy_cycles", (json_int_t)st.busy_cycles,
 			"idle_cycles", (json_int_t)st.idle_cycles,
 			"packets", (json_int_t)st.packets, "sleeps", (json_int_t)st.sleeps,
 			"rx_queues", st.rx_queues, "stalls", (json_int_t)st.stalls,
-			"stuck", st.stuck));
+			"stuck", st.stuck, "injected", (json_int_t)st.injected,
+			"inject_dropped", (json_int_t)st.inject_dropped));
 	}
 	return a;
 }
@@ -348,6 +352,8 @@ static json_t *switch_json(struct sw *s, bool with_ports)
 		json_object_update(o, extra);
 		json_decref(extra);
 	}
+	if (with_ports && (extra = ctl_of_json(s)) != NULL)
+		json_object_set_new(o, "openflow", extra);
 	return o;
 }
 
@@ -1204,6 +1210,13 @@ static const struct {
 	{ "set-rxq", ctl_set_rxq, SAVE_NO },
 	{ "rebalance", ctl_rebalance, SAVE_NO },
 	{ "set-rebalance", ctl_set_rebalance, SAVE_NO },
+	{ "set-controller", ctl_set_controller, SAVE_NOW },
+	{ "del-controller", ctl_del_controller, SAVE_NOW },
+	{ "get-controller", ctl_get_controller, SAVE_NO },
+	{ "set-datapath-id", ctl_set_datapath_id, SAVE_NOW },
+	{ "set-fail-mode", ctl_set_fail_mode, SAVE_NOW },
+	{ "set-controller-status", ctl_set_controller_status, SAVE_NO },
+	{ "packet-out", ctl_packet_out, SAVE_NO },
 };
 
 json_t *ctl_call(const char *method, json_t *params, struct ctl_error *e)

@@ -84,6 +84,15 @@ struct fwd_ops {
 	void (*process)(void *state, uint16_t in, struct rte_mbuf **pkts, uint16_t n,
 			struct fwd_burst *out);
 
+	/*
+	 * The output every frame received on IN goes to, whatever it holds (patch), or
+	 * FWD_OUT_MIXED when the frames decide. Hot path; optional. It lets a port path that
+	 * moves frames without mbufs (vhost_fast.h) know the output before it reads a frame;
+	 * such a burst bypasses process(), so a function that counts or learns in process()
+	 * must not answer here.
+	 */
+	uint16_t (*fixed_output)(const void *state, uint16_t in);
+
 	/* The same decision for one packet, explained. Control thread; optional. */
 	void (*trace)(void *state, uint16_t in, struct rte_mbuf *pkt, struct fwd_trace *trace);
 

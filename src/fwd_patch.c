@@ -101,6 +101,14 @@ static void patch_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint
 	}
 }
 
+/* An unpatched port's frames take the general path, which counts them as unpatched. */
+static uint16_t patch_fixed_output(const void *state, uint16_t in)
+{
+	uint16_t peer = fwd_patch_peer(state, in);
+
+	return peer == FWD_PATCH_NONE ? FWD_OUT_MIXED : peer;
+}
+
 static void patch_trace(void *state, uint16_t in, struct rte_mbuf *pkt,
 			struct fwd_trace *trace)
 {
@@ -135,6 +143,7 @@ const struct fwd_ops fwd_patch_ops = {
 	.port_added = patch_port_added,
 	.port_removed = patch_port_removed,
 	.process = patch_process,
+	.fixed_output = patch_fixed_output,
 	.trace = patch_trace,
 	.describe = patch_describe,
 };

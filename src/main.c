@@ -25,6 +25,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "notify.h"
+#include "ofagent_proc.h"
 #include "state.h"
 #include "path_policy.h"
 #include "port.h"
@@ -45,6 +46,7 @@ struct options {
 	const char *log_level;
 	const char *file_prefix;
 	const char *worker_cpus;
+	const char *ofagent;          /* the OpenFlow agent sluiced runs; NULL: none */
 	int main_cpu;
 	bool pci;
 	struct port_config ports;
@@ -97,6 +99,9 @@ static void usage(FILE *f)
 "                       after S seconds; 0 never (default 30)\n"
 "  --client-idle-timeout S  close a control connection that sent and read nothing\n"
 "                       for S seconds; 0 never (default 60)\n"
+"  --ofagent PROG       the OpenFlow agent to run for each flow switch with controllers\n"
+"                       (default sluice-ofagent, found on $PATH; docs/openflow.md)\n"
+"  --no-ofagent         run no agent (sluice-ofagent is started by hand)\n"
 "  -h, --help           this text\n"
 "  -V, --version        print versions and exit\n"
 "\n"
@@ -124,7 +129,8 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
        O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR, O_CLIENT_IDLE, O_STATE, O_NO_STATE,
-       O_SETUP_TIMEOUT, O_SOCKET_GROUP, O_RXQ_ASSIGN, O_AUTO_REBALANCE };
+       O_SETUP_TIMEOUT, O_SOCKET_GROUP, O_RXQ_ASSIGN, O_AUTO_REBALANCE, O_OFAGENT,
+       O_NO_OFAGENT };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
@@ -137,6 +143,8 @@ static int parse_one(struct options *o, int c, const char *arg)
 	case O_CONFIG: o->config = arg; return 0;
 	case O_STATE: o->state = arg; return 0;
 	case O_NO_STATE: o->state = ""; return 0;
+	case O_OFAGENT: o->ofagent = arg; return 0;
+	case O_NO_OFAGENT: o->ofagent = NULL; return 0;
 	case O_LOG: o->log_level = arg; return 0;
 	case O_PREFIX: o->file_prefix = arg; return 0;
 	case O_WORKER_CPUS: o->worker_cpus = arg; return 0;
@@ -202,6 +210,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "port-dir", required_argument, NULL, O_PORT_DIR },
 		{ "client-idle-timeout", required_argument, NULL, O_CLIENT_IDLE },
 		{ "port-setup-timeout", required_argument, NULL, O_SETUP_TIMEOUT },
+		{ "ofagent", required_argument, NULL, O_OFAGENT },
+		{ "no-ofagent", no_argument, NULL, O_NO_OFAGENT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -416,6 +426,7 @@ static int run(const struct options *o)
 	rxq_init(&o->rxq);
 	if (ctl_listen(o->socket) != 0)
 		goto stop;
+	ofa_init(o->ofagent, o->socket);
 	if (configure(o) != 0)
 		goto stop;
 	LOG(NOTICE, "sluiced %s ready, %u worker(s)", SLUICE_VERSION, wk_count());
@@ -425,6 +436,7 @@ static int run(const struct options *o)
 		LOG(WARNING, "cannot notify the service manager on $NOTIFY_SOCKET: %s",
 		    strerror(errno));
 	rc = ctl_serve() == 0 ? 0 : 1;
+	ofa_stop_all();
 stop:
 	wk_stop();
 	ctl_delete_all();
@@ -436,6 +448,7 @@ int main(int argc, char **argv)
 {
 	struct options o = {
 		.socket = DEFAULT_SOCKET, .main_cpu = -1, .log_level = "info",
+		.ofagent = "sluice-ofagent",
 		.ports = { .n_workers = 1, .rx_desc = 1024, .tx_desc = 1024, .n_mbufs = 32767,
 			   .setup_timeout_s = 30 },
 		.workers = { .burst = 32, .idle_sleep_us = 50 },

@@ -133,6 +133,10 @@ void port_refresh_link(struct port *p)
 		__atomic_store_n(&p->link_up, afp_link_up(p->afp), __ATOMIC_RELAXED);
 		return;
 	}
+	if (p->vhf != NULL) {
+		__atomic_store_n(&p->link_up, vhf_link_up(p->vhf), __ATOMIC_RELAXED);
+		return;
+	}
 	if (p->vxl != NULL) {
 		__atomic_store_n(&p->link_up, vxl_link_up(p), __ATOMIC_RELAXED);
 		return;
@@ -491,10 +495,47 @@ static int open_afpacket(struct port *p, char *err, size_t err_len)
 	return 0;
 }
 
+/*
+ * vhost-user with fast=1 (vhost_fast.h): sluice drives the vhost library itself, so that
+ * frames between two such ports are copied once. Frames go through mbufs for everything
+ * else, and a burst holds at most FWD_MAX_BURST of them.
+ */
+static int open_vhost_fast(struct port *p, char *err, size_t err_len)
+{
+	if (p->ps.path_is_server && clear_stale_socket(p->ps.path, err, err_len) != 0)
+		return -1;
+	p->pool_need = FWD_MAX_BURST;
+	p->pool = pool_reserve(SOCKET_ID_ANY, p->pool_need);
+	if (p->pool == NULL) {
+		snprintf(err, err_len, "no memory for %u more packet buffers (hugepages "
+			 "exhausted?)", p->pool_need);
+		return -1;
+	}
+	p->ethdev = PORT_NO_ETHDEV;
+	/* No MTU of its own, as with the PMD: the switch enforces one that was given. */
+	publish_mtu(p, p->ps.mtu != 0 ? p->ps.mtu : RTE_ETHER_MTU, p->ps.mtu != 0);
+	p->vhf = vhf_open(p, p->ps.path, !p->ps.path_is_server, p->pool, err, err_len);
+	if (p->vhf == NULL) {
+		pool_release(p->pool, p->pool_need);
+		p->pool = NULL;
+		return -1;
+	}
+	vhf_mac(p->vhf, &p->mac);
+	port_refresh_link(p);
+	return 0;
+}
+
 static void remove_device(struct port *p)
 {
 	int rc;
 
+	if (p->vhf != NULL) {
+		vhf_close(p->vhf);
+		p->vhf = NULL;
+		pool_release(p->pool, p->pool_need);
+		p->pool = NULL;
+		return;
+	}
 	if (p->afp != NULL) {
 		afp_close(p->afp);
 		p->afp = NULL;
@@ -575,6 +616,8 @@ static int port_bring_up(struct port *p, char *err, size_t err_len)
 {
 	if (p->ps.kind == PORTSPEC_AF_PACKET)
 		return open_afpacket(p, err, err_len);
+	if (p->ps.kind == PORTSPEC_VHOST_USER && p->ps.vhost_fast)
+		return open_vhost_fast(p, err, err_len);
 	if (p->ps.kind == PORTSPEC_VXLAN)
 		return 0;       /* made by vxl_prepare: nothing here waits */
 	if (probe_device(p, err, err_len) != 0)
@@ -838,6 +881,12 @@ void port_clear_stats(struct port *p)
 	read_counters(p, &p->baseline);
 	p->baseline_missed = 0;
 	p->baseline_missed = port_rx_missed(p);
+	p->baseline_one_copy = p->vhf != NULL ? vhf_one_copy(p->vhf) : 0;
+}
+
+uint64_t port_one_copy(const struct port *p)
+{
+	return p->vhf != NULL ? vhf_one_copy(p->vhf) - p->baseline_one_copy : 0;
 }
 
 uint64_t port_rx_missed(const struct port *p)
@@ -846,6 +895,8 @@ uint64_t port_rx_missed(const struct port *p)
 
 	if (p->afp != NULL)
 		return afp_rx_missed(p->afp) - p->baseline_missed;
+	if (p->vhf != NULL)
+		return vhf_rx_missed(p->vhf) - p->baseline_missed;
 	if (p->ethdev == PORT_NO_ETHDEV)
 		return 0;
 	if (rte_eth_stats_get(p->ethdev, &st) != 0)

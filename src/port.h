@@ -22,6 +22,7 @@
 #include "port_vxlan.h"
 #include "portspec.h"
 #include "stats.h"
+#include "vhost_fast.h"
 
 #define PORT_MAX 256            /* ports in the daemon */
 #define PORT_NAME_LEN 32
@@ -47,6 +48,7 @@ struct port {
 	uint16_t ethdev;              /* PORT_NO_ETHDEV for the kinds sluice drives itself */
 	uint16_t sw_index;            /* index in its switch */
 	struct afp *afp;              /* af_packet: sluice's own driver (port_afpacket.h) */
+	struct vhf *vhf;              /* vhost-user with fast=1: sluice's own (vhost_fast.h) */
 	struct vxl_tunnel *vxl;       /* vxlan: its tunnel (port_vxlan.h) */
 	/* The vxlan ports carried over this one (atomic; NULL: none): the worker polling it
 	 * hands their frames to them (port_vxlan.h). */
@@ -78,6 +80,7 @@ struct port {
 	bool lsc_callback;            /* a link-state callback is registered */
 	struct port_totals baseline;  /* subtracted from the counters: clear-stats */
 	uint64_t baseline_missed;     /* the same for the device's own miss counter */
+	uint64_t baseline_one_copy;   /* and for vhost_fast's frames copied guest to guest */
 	struct rte_mempool *pool;     /* its receive queue's pool (pool.c) */
 	unsigned int pool_need;       /* mbufs it reserved there */
 };
@@ -156,6 +159,9 @@ void port_clear_stats(struct port *p);
 /* Frames the device could not take in (its own counter: they never entered the switch). */
 uint64_t port_rx_missed(const struct port *p);
 
+/* Of the frames P forwarded, those copied straight into another guest (vhost_fast.h). */
+uint64_t port_one_copy(const struct port *p);
+
 /* Re-reads the link state from the device. */
 void port_refresh_link(struct port *p);
 
@@ -169,6 +175,8 @@ static inline uint16_t port_rx_burst(const struct port *p, struct rte_mbuf **pkt
 {
 	if (p->afp != NULL)
 		return afp_rx_burst(p->afp, pkts, n);
+	if (p->vhf != NULL)
+		return vhf_rx_burst(p->vhf, pkts, n);
 	return rte_eth_rx_burst(p->ethdev, 0, pkts, n);
 }
 
@@ -186,6 +194,8 @@ static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rt
 {
 	if (p->afp != NULL)
 		return afp_tx_burst(p->afp, q, pkts, n);
+	if (p->vhf != NULL)
+		return vhf_tx_burst(p->vhf, q, pkts, n);
 	if (unlikely(p->vxl != NULL))
 		return vxl_tx_burst(p->vxl, q, pkts, n);
 	return rte_eth_tx_burst(p->ethdev, q, pkts, n);

@@ -42,6 +42,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "path", V_PATH, true, 0, 0 },
 		{ "role", V_ROLE, false, 0, 0 },
 		{ "queues", V_UINT, false, 1, PORTSPEC_MAX_QUEUES },
+		{ "fast", V_BOOL, false, 0, 0 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_VIRTIO_USER] = { "virtio-user", "net_virtio_user", true, {
 		{ "path", V_PATH, true, 0, 0 },
@@ -481,6 +482,13 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 	switch (kind) {
 	case PORTSPEC_VHOST_USER:
 		out->path_is_server = role_is_server(items, n, true);
+		/* sluiced's own data path (vhost_fast.h); the PMD's arguments stay, for
+		 * sluice-gen, which has no other. It reads and fills virtqueue pair 0 only. */
+		out->vhost_fast = is_true(lookup(items, n, "fast"));
+		if (out->vhost_fast && out->rx_queues > 1)
+			return fail(err, len, "vhost-user: fast=1 receives on one queue: "
+				    "'queues' must be 1 (or give fast=0 for queues=%u)",
+				    out->rx_queues);
 		rc |= add_arg(out, "iface=%s", required(items, n, "path"));
 		rc |= add_arg(out, "client=%d", out->path_is_server ? 0 : 1);
 		rc |= add_arg(out, "queues=%u", queue_pairs(out, queues));

@@ -259,6 +259,27 @@ static void add_flow_requests(json_t *out, const char *name)
 	json_decref(flows);
 }
 
+/* A flow switch's OpenFlow settings (show's "openflow"; the agent's status is not kept). */
+static void add_openflow_requests(json_t *out, const char *name, json_t *of)
+{
+	static const char *const ssl_keys[] = { "ssl_key", "ssl_cert", "ssl_ca" };
+	json_t *params;
+	size_t i;
+
+	if (of == NULL)
+		return;
+	if (json_is_true(json_object_get(of, "datapath_id_set")))
+		add_request(out, "set-datapath-id", json_pack("{ss sO}", "switch", name,
+			    "datapath_id", json_object_get(of, "datapath_id")));
+	add_request(out, "set-fail-mode", json_pack("{ss sO}", "switch", name, "mode",
+						    json_object_get(of, "fail_mode")));
+	params = json_pack("{ss sO}", "switch", name, "targets", json_object_get(of, "targets"));
+	for (i = 0; i < 3; i++)
+		if (json_object_get(of, ssl_keys[i]) != NULL)
+			json_object_set(params, ssl_keys[i], json_object_get(of, ssl_keys[i]));
+	add_request(out, "set-controller", params);
+}
+
 static void add_switch_requests(json_t *out, json_t *sw)
 {
 	const char *name = json_string_value(json_object_get(sw, "name"));
@@ -285,8 +306,10 @@ static void add_switch_requests(json_t *out, json_t *sw)
 			    "port1", json_array_get(link, 0), "port2", json_array_get(link, 1)));
 	if (learn)
 		add_learn_requests(out, name, sw);
-	if (strcmp(mode, "flow") == 0)
+	if (strcmp(mode, "flow") == 0) {
 		add_flow_requests(out, name);
+		add_openflow_requests(out, name, json_object_get(sw, "openflow"));
+	}
 }
 
 /* The requests that rebuild the daemon's configuration, or NULL. */

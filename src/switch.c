@@ -71,6 +71,7 @@ void sw_destroy(struct sw *s)
 		if (sw_table[i] == s)
 			sw_table[i] = NULL;
 	s->ops->destroy(s->fwd);
+	free(s->of);
 	rte_free(s);
 }
 

@@ -12,6 +12,8 @@
 #define SW_MAX 64
 #define SW_NAME_LEN 32
 
+struct of_config;
+
 struct sw {
 	const struct fwd_ops *ops;        /* read by workers */
 	void *fwd;                        /* read by workers */
@@ -19,6 +21,7 @@ struct sw {
 
 	char name[SW_NAME_LEN];
 	unsigned int n_ports;
+	struct of_config *of;             /* OpenFlow settings (ctl_of.c); NULL: none set */
 	/*
 	 * Which port held each slot last, and when it left: a slot's index is the port's
 	 * OpenFlow number (minus one), and rules name ports by it, so a port added again gets

@@ -62,6 +62,8 @@
 #define WK_MOVE_GAP_US 200
 /* A 64 KB super-frame cut at the smallest MSS worth sending whole (1 KB) */
 #define WK_MAX_SEGS 64
+#define WK_INJECT_RING 256       /* frames the control thread may hand a worker at once */
+#define WK_INJECT_BURST 8
 
 struct wk_rxq {
 	struct port *port;
@@ -119,8 +121,24 @@ struct worker {
 	uint16_t used[SW_MAX_PORTS];
 	uint16_t n_used;
 	struct wk_out out[SW_MAX_PORTS];
+
+	/*
+	 * Frames the control thread hands over (packet-out, wk_inject): it alone enqueues and
+	 * counts them in inject_sent; the worker alone dequeues and counts them in inject_done
+	 * once it no longer holds their ports (wk_inject_wait).
+	 */
+	struct rte_ring *inject;
+	uint64_t inject_sent;         /* control thread */
+	uint64_t inject_done;         /* atomic; the worker */
+	uint64_t inject_dropped;      /* the worker: direct outputs the port did not take */
 	struct vxl_split split;       /* frames an underlay's burst holds for its tunnels */
 } __rte_cache_aligned;
+
+/* One frame handed to a worker: sent out of OUT, or (OUT NULL) served as received on IN. */
+struct wk_injected {
+	struct rte_mbuf *m;
+	struct port *in, *out;
+};
 
 static struct worker *workers[WK_MAX_WORKERS];
 static unsigned int n_workers;
@@ -499,6 +517,42 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 	stats_add(&ic->forwarded, forwarded + flooded);
 }
 
+/* A frame of the control thread's for one port's transmit queue (wk_inject): counted as
+ * sent there, or freed and counted in inject_dropped. */
+static void send_injected(struct worker *w, struct port *out, struct rte_mbuf *m)
+{
+	uint32_t len = m->pkt_len;
+
+	if (port_tx_burst(out, (uint16_t)w->id, &m, 1) == 1) {
+		stats_add(&out->counters[w->id].tx_packets, 1);
+		stats_add(&out->counters[w->id].tx_bytes, len);
+		return;
+	}
+	rte_pktmbuf_free(m);
+	__atomic_store_n(&w->inject_dropped, w->inject_dropped + 1, __ATOMIC_RELAXED);
+}
+
+static inline void burst_seq_step(struct worker *w);
+
+/* Serves the frames the control thread handed over; returns how many. */
+static unsigned int serve_injected(struct worker *w)
+{
+	struct wk_injected it[WK_INJECT_BURST];
+	unsigned int n, i;
+
+	n = rte_ring_sc_dequeue_burst_elem(w->inject, it, sizeof(it[0]), WK_INJECT_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		burst_seq_step(w);
+		if (it[i].out != NULL)
+			send_injected(w, it[i].out, it[i].m);
+		else
+			serve_burst(w, it[i].in, &it[i].m, 1);
+		burst_seq_step(w);
+	}
+	__atomic_store_n(&w->inject_done, w->inject_done + n, __ATOMIC_RELEASE);
+	return n;
+}
+
 /*
  * A burst from a port that carries vxlan ports (port_vxlan.h): their frames, decapsulated,
  * are served as bursts received on the vxlan ports, one tunnel's run at a time; the rest
@@ -532,30 +586,97 @@ static inline void burst_seq_step(struct worker *w)
 }
 
 /*
- * Receives and serves one burst from receive queue Q; the frames it took. The cycles from
- * before the receive to the end of the burst's sending are the queue's (port_rxq), for the
- * assignment of queues by measured load (rxq.c): one TSC read per poll, two per burst.
- * Time between polls is not counted, so a worker that shares its CPU is charged for being
- * descheduled only in proportion to the time it spends serving.
+ * A burst from a vhost-user port of sluice's own whose switch sends everything from it to
+ * one other such port (patch): vhost_fast.h copies each frame from guest to guest, no mbuf
+ * in between, and the counters move as serve_burst would move them. Returns false, having
+ * done nothing, when the burst must take the mbuf path (another output, a guest not
+ * connected), which then counts whatever happens.
  */
-static inline uint64_t poll_rxq(struct worker *w, const struct wk_rxq *q)
+static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 {
-	struct port_rxq *rq = &q->port->rxq[q->queue];
-	uint64_t t0 = rte_rdtsc();
-	uint16_t n = port_rx_burst_queue(q->port, q->queue, w->rx, (uint16_t)config.burst);
+	struct sw *s = in->sw;
+	struct port_counters *ic, *oc;
+	struct vhf_result r;
+	struct port *out;
+	uint16_t o;
 
-	uint16_t rest = n;
+	/* A VXLAN underlay's frames are sorted by tunnel first (port_vxlan.h). */
+	if (s->ops->fixed_output == NULL ||
+	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
+		return false;
+	o = s->ops->fixed_output(s->fwd, in->sw_index);
+	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL || out->vhf == NULL)
+		return false;
+	if (vhf_forward(in->vhf, out->vhf, (uint16_t)w->id, (uint16_t)config.burst,
+			__atomic_load_n(&out->max_frame, __ATOMIC_RELAXED), &r) != 0)
+		return false;
+	if (r.rx + r.malformed == 0)
+		return true;
+	ic = &in->counters[w->id];
+	oc = &out->counters[w->id];
+	stats_add(&ic->rx_packets, r.rx);
+	stats_add(&ic->rx_bytes, r.rx_bytes);
+	stats_add(&ic->forwarded, r.sent);
+	stats_add(&oc->tx_packets, r.sent);
+	stats_add(&oc->tx_bytes, r.sent_bytes);
+	if (r.full > 0)
+		stats_add(&ic->drops[port_link_is_up(out) ? STATS_DROP_TX_FULL :
+				     STATS_DROP_LINK_DOWN], r.full);
+	if (r.too_long > 0)
+		stats_add(&ic->drops[STATS_DROP_MTU_EXCEEDED], r.too_long);
+	*got += r.rx;
+	return true;
+}
 
-	if (n == 0)
-		return 0;
-	burst_seq_step(w);
-	if (unlikely(__atomic_load_n(&q->port->tunnels, __ATOMIC_RELAXED) != NULL))
-		rest = serve_tunnels(w, q->port, w->rx, n);
-	if (rest > 0)
-		serve_burst(w, q->port, w->rx, rest);
-	burst_seq_step(w);
+/* Adds a burst's cycles since T0 and its N frames to queue RQ's counters (only this
+ * worker writes them; the control thread reads). */
+static inline void rxq_account(struct port_rxq *rq, uint64_t t0, uint64_t n)
+{
 	__atomic_store_n(&rq->cycles, rq->cycles + (rte_rdtsc() - t0), __ATOMIC_RELAXED);
 	__atomic_store_n(&rq->packets, rq->packets + n, __ATOMIC_RELAXED);
+}
+
+/*
+ * Receives and serves one burst from receive queue Q of its port; the frames it took. The
+ * cycles from before the receive to the end of the burst's sending are the queue's
+ * (port_rxq), for the assignment of queues by measured load (rxq.c): one TSC read per
+ * poll, two per burst. Time between polls is not counted, so a worker that shares its CPU
+ * is charged for being descheduled only in proportion to the time it spends serving.
+ * A fast=1 vhost-user port has queue 0 only (portspec refuses queues>1 there), so its
+ * guest-to-guest path needs no queue number.
+ */
+static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q)
+{
+	struct port *p = q->port;
+	struct port_rxq *rq = &p->rxq[q->queue];
+	uint64_t t0 = rte_rdtsc();
+	uint64_t got = 0;
+	uint16_t n;
+
+	if (p->vhf != NULL) {
+		bool done;
+
+		burst_seq_step(w);
+		done = serve_vhost_direct(w, p, &got);
+		burst_seq_step(w);
+		if (done) {
+			if (got > 0)
+				rxq_account(rq, t0, got);
+			return got;
+		}
+	}
+	n = port_rx_burst_queue(p, q->queue, w->rx, (uint16_t)config.burst);
+	if (n > 0) {
+		uint16_t rest = n;
+
+		burst_seq_step(w);
+		if (unlikely(__atomic_load_n(&p->tunnels, __ATOMIC_RELAXED) != NULL))
+			rest = serve_tunnels(w, p, w->rx, n);
+		if (rest > 0)
+			serve_burst(w, p, w->rx, rest);
+		burst_seq_step(w);
+		rxq_account(rq, t0, n);
+	}
 	return n;
 }
 
@@ -604,7 +725,9 @@ static int wk_main(void *arg)
 		uint64_t got = 0;
 
 		for (i = 0; i < plan->n; i++)
-			got += poll_rxq(w, &plan->q[i]);
+			got += poll_port(w, &plan->q[i]);
+		if (unlikely(rte_ring_count(w->inject) > 0))
+			got += serve_injected(w);
 		rte_rcu_qsbr_quiescent(qsbr, w->id);
 		now = rte_rdtsc();
 		if (got > 0) {
@@ -627,6 +750,7 @@ static int wk_main(void *arg)
 
 int wk_init(unsigned int n, const struct wk_config *cfg)
 {
+	char name[RTE_RING_NAMESIZE];
 	unsigned int lcore, i = 0;
 	size_t sz;
 
@@ -656,6 +780,12 @@ int wk_init(unsigned int n, const struct wk_config *cfg)
 		/* room for one super-frame's segments (complete_offloads) */
 		w->pool = pool_reserve((int)rte_lcore_to_socket_id(lcore), WK_MAX_SEGS);
 		if (w->pool == NULL)
+			return -1;
+		snprintf(name, sizeof(name), "wk_inject%u", i);
+		w->inject = rte_ring_create_elem(name, sizeof(struct wk_injected), WK_INJECT_RING,
+						 (int)rte_lcore_to_socket_id(lcore),
+						 RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (w->inject == NULL)
 			return -1;
 		w->id = i;
 		w->fb.worker = (uint16_t)i;
@@ -701,6 +831,11 @@ void wk_fini(void)
 	unsigned int i;
 
 	for (i = 0; i < n_workers; i++) {
+		struct wk_injected it;
+
+		while (rte_ring_sc_dequeue_elem(workers[i]->inject, &it, sizeof(it)) == 0)
+			rte_pktmbuf_free(it.m);
+		rte_ring_free(workers[i]->inject);
 		rte_free(workers[i]->plan);
 		rte_free(workers[i]->spare);
 		rte_free(workers[i]);
@@ -771,6 +906,42 @@ static bool wait_token(uint64_t token, uint64_t deadline)
 	return true;
 }
 
+int wk_inject(struct port *in, struct port *out, struct rte_mbuf *m)
+{
+	const struct port *via = out != NULL ? out : in;
+	struct worker *w;
+	struct wk_injected it = { .m = m, .in = in, .out = out };
+
+	if (n_workers == 0 || via == NULL)
+		return -1;
+	w = workers[via->worker >= 0 && (unsigned int)via->worker < n_workers ? via->worker : 0];
+	if (rte_ring_sp_enqueue_elem(w->inject, &it, sizeof(it)) != 0)
+		return -1;
+	w->inject_sent++;
+	return 0;
+}
+
+/*
+ * Waits until every worker has served the frames handed to it, up to DEADLINE (TSC). A
+ * worker asleep is RCU-offline, so a grace period alone would not mean it is done with
+ * the ports its queued frames name; this does. False when one is still not done.
+ */
+static bool wk_inject_wait(uint64_t deadline)
+{
+	unsigned int i;
+
+	if (in_worker || !__atomic_load_n(&polling, __ATOMIC_ACQUIRE))
+		return true;
+	for (i = 0; i < n_workers; i++)
+		while (__atomic_load_n(&workers[i]->inject_done, __ATOMIC_ACQUIRE) !=
+		       workers[i]->inject_sent) {
+			if (rte_rdtsc() > deadline)
+				return false;
+			rte_pause();
+		}
+	return true;
+}
+
 bool wk_synchronize(void)
 {
 	uint64_t loops[WK_MAX_WORKERS], token;
@@ -778,6 +949,8 @@ bool wk_synchronize(void)
 
 	if (qsbr == NULL)
 		return true;
+	if (!wk_inject_wait(rte_rdtsc() + rte_get_tsc_hz() / 1000 * WK_GRACE_MS))
+		LOG(WARNING, "a worker has not served the frames handed to it (packet-out)");
 	token = rte_rcu_qsbr_start(qsbr);
 	if (rte_rcu_qsbr_check(qsbr, token, false) != 0)
 		return true;
@@ -1030,6 +1203,8 @@ void wk_read_stats(unsigned int id, struct wk_stats *st)
 	st->idle_cycles = __atomic_load_n(&w->idle_cycles, __ATOMIC_RELAXED);
 	st->packets = __atomic_load_n(&w->packets, __ATOMIC_RELAXED);
 	st->sleeps = __atomic_load_n(&w->sleeps, __ATOMIC_RELAXED);
+	st->injected = __atomic_load_n(&w->inject_done, __ATOMIC_RELAXED);
+	st->inject_dropped = __atomic_load_n(&w->inject_dropped, __ATOMIC_RELAXED);
 	st->stalls = __atomic_load_n(&w->stalls, __ATOMIC_RELAXED);
 	st->stuck = w->stuck;
 	st->rx_queues = w->plan->n;

@@ -22,6 +22,8 @@ struct wk_config {
 struct wk_stats {
 	unsigned int id, lcore;
 	uint64_t loops, busy_cycles, idle_cycles, packets, sleeps;
+	uint64_t injected;            /* frames the control thread handed it (packet-out) */
+	uint64_t inject_dropped;      /* of those, sent to a port that did not take them */
 	uint64_t stalls;              /* grace periods it held up past the bound */
 	bool stuck;                   /* held up the last one and has not moved since */
 	unsigned int rx_queues;
@@ -83,6 +85,15 @@ int wk_defer(void (*fn)(void *arg), void *arg);
 void wk_defer_reclaim(void);
 /* How many deferred frees wait for their grace period. */
 unsigned int wk_defer_pending(void);
+
+/*
+ * Hands frame M to a worker (packet-out): sent out of OUT, or, with OUT NULL, served as if
+ * received on IN (through the switch's forwarding function, counted as IN's). -1 when the
+ * worker's queue is full (M is still the caller's). Control thread only; wk_synchronize()
+ * returns only once every handed frame is served, so a deleted port is never named.
+ */
+struct rte_mbuf;
+int wk_inject(struct port *in, struct port *out, struct rte_mbuf *m);
 
 void wk_read_stats(unsigned int id, struct wk_stats *st);
 

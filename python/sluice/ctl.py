@@ -494,6 +494,38 @@ VERBS: tuple[Verb, ...] = (
          (Arg("settings", "KEY=VALUE: auto, interval, load-threshold, improvement, assign",
               nargs="+", metavar="KEY=VALUE"),),
          convert=ctl_rxq.rebalance_settings),
+    Verb("set-controller", "connect a flow switch to OpenFlow controllers",
+         "Name the OpenFlow 1.3 controllers of flow switch SWITCH: tcp:IP[:PORT] or "
+         "ssl:IP[:PORT] (port default 6653; IPv6 in brackets), several at once. The agent "
+         "(sluice-ofagent, docs/openflow.md) connects to each and reconnects with back-off. "
+         "ssl: targets need --ssl-key, --ssl-cert and --ssl-ca. No target: none.",
+         ("set-controller br0 tcp:127.0.0.1:6653",
+          "set-controller br0 tcp:10.0.0.1 tcp:10.0.0.2:6654",
+          "set-controller br0 ssl:10.0.0.1:6653 --ssl-key k.pem --ssl-cert c.pem "
+          "--ssl-ca ca.pem"),
+         (SWITCH, Arg("targets", "controller targets", nargs="*", metavar="TARGET"),
+          Arg("ssl_key", "the switch's private key (PEM)", option="--ssl-key", metavar="FILE"),
+          Arg("ssl_cert", "the switch's certificate (PEM)", option="--ssl-cert",
+              metavar="FILE"),
+          Arg("ssl_ca", "the controllers' CA certificate (PEM)", option="--ssl-ca",
+              metavar="FILE"))),
+    Verb("del-controller", "disconnect a flow switch from its controllers",
+         "Forget the controllers of SWITCH; the agent closes its connections.",
+         ("del-controller br0",), (SWITCH,)),
+    Verb("get-controller", "a flow switch's OpenFlow settings and connection state",
+         "Print the controllers of SWITCH, its datapath id, fail mode and the state of "
+         "each connection as the agent reports it.",
+         ("get-controller br0", "get-controller br0 --json"), (SWITCH,)),
+    Verb("set-datapath-id", "set a flow switch's OpenFlow datapath id",
+         "Set the datapath id SWITCH gives its controllers: 1 to 16 hex digits (0x "
+         "optional), not zero. The default is derived from the switch's name.",
+         ("set-datapath-id br0 0x1", "set-datapath-id br0 00000000000000a1"),
+         (SWITCH, Arg("datapath_id", "hex digits", metavar="DPID"))),
+    Verb("set-fail-mode", "what a flow switch does while no controller is connected",
+         "secure (default): keep the rules as they are; standalone: forward as a learning "
+         "bridge (the normal action) while no controller is connected, as OVS does.",
+         ("set-fail-mode br0 standalone",),
+         (SWITCH, Arg("mode", "secure or standalone", metavar="MODE"))),
     Verb("clear-stats", "zero the counters",
          "Zero the counters of every port of SWITCH, or of every port.",
          ("clear-stats", "clear-stats br0"),
@@ -738,11 +770,28 @@ def format_show(r: Mapping[str, Any]) -> str:
                        f"{counted(mf.get('masks'), 'mask')}; "
                        f"controller queue {queue.get('queued')} queued, "
                        f"{queue.get('full')} lost when full")
+            if s.get("openflow"):
+                out.append("    " + format_openflow(s["openflow"]))
     workers = r.get("workers") or []
     out.append(format_workers(workers) if workers else "no workers")
     if r.get("pools"):
         out.append(format_pools(r["pools"]))
     return "\n".join(out)
+
+
+def format_openflow(of: Mapping[str, Any]) -> str:
+    """A flow switch's OpenFlow settings and connections, on one line."""
+    status = of.get("status") or {}
+    conns = {c.get("target"): c for c in status.get("connections") or []}
+    targets = []
+    for t in of.get("targets") or []:
+        c = conns.get(t)
+        state = ("no agent" if c is None else
+                 f"connected, {c.get('role')}" if c.get("connected") else
+                 "connecting" + (f" ({c['error']})" if c.get("error") else ""))
+        targets.append(f"{t} ({state})")
+    return (f"openflow: datapath {of.get('datapath_id')}, fail mode {of.get('fail_mode')}, "
+            f"controllers: {', '.join(targets) or 'none'}")
 
 
 def format_tunnel(p: Mapping[str, Any]) -> str:
@@ -869,6 +918,8 @@ def format_result(verb: str, result: Json) -> str:
                     f"{result.get('worker')}{' (pinned)' if result.get('pinned') else ''}")
         case "rebalance":
             return ctl_rxq.format_rebalance(result)
+        case "get-controller":
+            return format_openflow(result)
         case "add-flows" | "add-flow":
             return f"{result.get('added')} rule(s) added"
         case "replace-flows":

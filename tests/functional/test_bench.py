@@ -91,6 +91,14 @@ def test_testpmd_against_itself_gives_a_ratio_near_one(tmp_path: Path) -> None:
     assert len({x["trial"] for x in measured}) == 4, rows(out)   # two in each generator order
     ratios = [x["ratio_median"] for x in measured]
     assert 0.9 <= statistics.median(ratios) <= 1.1, ratios
+    # Its cost per packet against itself, window by window, near 1. Loose bounds for a
+    # shared machine (docs/bench.md has the validation measured under the lock): a host
+    # that preempts a forwarding thread inside a busy pass adds the time to its own
+    # (TSC) figure, so that one scatters most; a reading across a stop would be off by
+    # far more.
+    for fig, (lo, hi) in (("proc_ratio", (0.8, 1.25)), ("own_ratio", (0.67, 1.5))):
+        pooled = [v for x in measured for v in x["cost"].get(fig, [])]
+        assert len(pooled) >= 5 and lo <= statistics.median(pooled) <= hi, (fig, pooled)
     assert_cleaned_up(out)
 
 
@@ -103,20 +111,44 @@ def test_cpu_arrangement_is_refused_without_allow_shared_cpu(tmp_path: Path) -> 
 
 
 def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    """The report of a short real run opens in Chromium and draws something."""
+    """The report of a short real alternating run opens in Chromium with the verdict first:
+    its table and its figure are in the page Chromium built, and the screenshot is not
+    blank. Every row carries both cost figures of its switch."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("chromium is not installed: scripts/setup.sh installs it")
     out = tmp_path / "html"
-    r = bench("run", "--scenario", "v2v", "--switch", "testpmd", "--sizes", "64,1500",
-              "--duration", "2", "--trials", "1", "--out", str(out))
+    # Without a placement monitor every window is 'unlabelled': one placement, so the
+    # windows have neighbours to be compared with however the vCPUs move.
+    r = bench("run", "--scenario", "v2v", "--switch", "sluice:patch,testpmd", "--sizes", "64",
+              "--duration", "6", "--trials", "1", "--placement-monitor", "/nonexistent",
+              "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
+    for key in ("sluice:patch", "testpmd:io"):
+        mine = [x["cost"] for x in rows(out) if x["key"] == key]
+        assert any(c.get("own_cpp") for c in mine), mine
+        assert any(c.get("proc_cpp") for c in mine), mine
+        assert all(c["proc_threads"] == ["rte-worker-1"] for c in mine if c), mine
+    page = (out / "report.html").as_uri()
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          page], capture_output=True, text=True, timeout=60).stdout
+    verdict = dom.index('<h2 id="verdict">')
+    section = dom[verdict:dom.index("<h2", verdict + 1)]
+    table = section[section.index("<table>"):section.index("</table>")]
+    assert "sluice:patch" in table and "testpmd:io" in table and "unlabelled" in table
+    plot = dom.index('<h2 id="verdict-the-ratios">')
+    section = dom[plot:dom.index("<h2", plot + 1)]
+    assert '<figure id="verdict-the-ratios-figure"><svg' in section and "<path" in section
+    assert verdict < plot < dom.index('<h2 id="method">')
     shot = tmp_path / "shot.png"
     c = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                        f"--screenshot={shot}", "--window-size=1200,2000",
-                        (out / "report.html").as_uri()],
+                        f"--screenshot={shot}", "--window-size=1200,1200", page],
                        capture_output=True, text=True, timeout=60)
-    assert shot.exists() and shot.stat().st_size > 10_000, c.stderr
+    assert shot.exists(), c.stderr
+    import matplotlib.image
+    pixels = matplotlib.image.imread(str(shot))[:, :, :3]
+    inked = (pixels.mean(axis=2) < 0.9).mean()        # share of pixels that are not white
+    assert 0.02 < inked < 0.9 and pixels.std() > 0.1, (inked, pixels.std())
     assert (out / "figures" / "tput-v2v.svg").exists()
 
 

@@ -19,7 +19,8 @@ from conftest import REPO, Daemon
 
 VERSION = (REPO / "VERSION").read_text().strip()
 PREFIX = "/opt/sluice-test"
-MAN_PAGES = ["man8/sluiced.8", "man8/sluicectl.8", "man8/sluice-gen.8", "man1/sluice-bench.1",
+MAN_PAGES = ["man8/sluiced.8", "man8/sluicectl.8", "man8/sluice-ofagent.8", "man8/sluice-gen.8",
+             "man1/sluice-bench.1",
              "man1/sluice-placement.1", "man1/sluice-sockets.1"]
 
 
@@ -51,6 +52,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory):
 
 def test_everything_is_installed(installed: Path) -> None:
     expected = ["sbin/sluiced", "bin/sluicectl", "bin/sluice-bench", "bin/sluice-gen",
+                "bin/sluice-ofagent", "share/doc/sluice/openflow.md",
                 "bin/sluice-placement", "bin/sluice-sockets",
                 "libexec/sluice/sluice-hugepages", "lib/systemd/system/sluiced.service",
                 "lib/sysusers.d/sluice.conf", "etc/sluice/sluiced.conf", "etc/default/sluiced",

@@ -30,6 +30,9 @@ pytestmark = pytest.mark.skipif(bool(ovsdb.missing(VSWITCHD)) or not GEN.exists(
                                        "a built sluice-gen")
 
 RATE = "200kpps"     # low enough for a PMD that shares its CPU with others' tests
+# Slots of each memif ring (sluice-gen's --ring). Frames still in a ring when the sender
+# stops are never received: on a loaded machine that can be one ring's worth a direction.
+RING = 16384
 
 
 @pytest.fixture
@@ -65,8 +68,8 @@ def tx_dropped(private: ovsdb.PrivateOvs, ofport: int) -> int:
 def send(tmp_path: Path, socks: list[Path], extra: str, name: str) -> dict:
     """Two seconds of p0 -> p1 at RATE through OVS; sluice-gen's summary."""
     ports = [a for s in socks for a in ("--port", f"memif:client,socket={s}{extra}")]
-    got, _ = run_gen(tmp_path, [*ports, "--duration", "2", "--rate", RATE, "--ring", "16384"],
-                     name=name)
+    got, _ = run_gen(tmp_path, [*ports, "--duration", "2", "--rate", RATE, "--ring", str(RING)],
+                     name=name, timeout=180)
     return got
 
 
@@ -83,11 +86,11 @@ def test_ovs_sends_on_its_pmd_queue_which_a_one_queue_memif_client_never_opened(
     assert one["tx_packets"] > 100_000
     assert one["rx_packets"] == 0, one
     # Every frame OVS took from p0 matched its rule and was dropped on p1's transmit.
-    assert dropped >= 0.95 * one["tx_packets"], (dropped, one["tx_packets"])
+    assert dropped >= one["tx_packets"] - RING, (dropped, one["tx_packets"])
 
     both = send(tmp_path, socks, f",rx_queues={MEMIF_TX_QUEUES}", "two-queues.json")
     assert both["tx_packets"] > 100_000
-    assert both["rx_packets"] >= 0.95 * both["tx_packets"], both
+    assert both["rx_packets"] >= both["tx_packets"] - 2 * RING, both
     assert both["foreign"] == 0 and both["duplicated"] == 0
 
 

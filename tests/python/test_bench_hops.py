@@ -11,7 +11,6 @@ import pytest
 from sluice.bench import hops, report_hops
 from sluice.bench.gen import GenResult
 from sluice.bench.plan import TrialSpec
-from sluice.bench.runner import Runner
 from sluice.bench.scenarios import parse
 from sluice.bench.schema import Row
 from sluice.bench.switches.ovsdb import parse_dump_ports
@@ -159,7 +158,7 @@ def test_runner_splits_one_generator_between_two_alternating_switches() -> None:
     res = GenResult(summary, [], [], 0.0, 0.0, Path("/dev/null"))
     zero = {n: port(0, 0) for n in ("p0", "v1a", "v1b", "p1")}
     after_b = {"p0": port(100, 0), "v1a": port(0, 98), "v1b": port(97, 0), "p1": port(0, 97)}
-    got = Runner.trial_hops(spec, spec.gen_order, res, {"a": zero, "b": zero},
+    got = hops.trial_hops(spec, spec.gen_order, res.summary, {"a": zero, "b": zero},
                             {"a": None, "b": after_b})
     assert spec.gen_order == ("b", "a")
     assert (got["b"]["forward"]["sent"], got["b"]["forward"]["received"]) == (100, 97)
@@ -172,6 +171,6 @@ def test_runner_without_generator_port_counters_starts_at_the_switch() -> None:
     spec = TrialSpec(parse("loopback-1", "memif", "uni"), 64, 0, "interleaved", ("a",))
     res = GenResult({"vnfs": [vnf(9, 9)]}, [], [], 0.0, 0.0, Path("/dev/null"))
     sw = {"p0": port(10, 0), "v1a": port(0, 9), "v1b": port(9, 0), "p1": port(0, 9)}
-    got = Runner.trial_hops(spec, ("a",), res, {"a": {n: port(0, 0) for n in sw}}, {"a": sw})
+    got = hops.trial_hops(spec, ("a",), res.summary, {"a": {n: port(0, 0) for n in sw}}, {"a": sw})
     assert got["a"]["forward"]["hops"][0]["from"] == "switch p0 rx"
     assert got["a"]["forward"]["hops"][-1]["to"] == "switch p1 tx"

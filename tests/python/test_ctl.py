@@ -137,6 +137,19 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
      {"switch": "br2", "packet": "in_port=a,tcp,tp_dst=80"}),
     (["packet-ins", "br2", "--max", "3"], "packet-ins", {"switch": "br2", "max": 3}),
     (["flows-removed", "br2"], "flows-removed", {"switch": "br2"}),
+    (["set-controller", "br2", "tcp:127.0.0.1:6653", "tcp:10.0.0.1"], "set-controller",
+     {"switch": "br2", "targets": ["tcp:127.0.0.1:6653", "tcp:10.0.0.1"]}),
+    (["set-controller", "br2", "ssl:10.0.0.1", "--ssl-key", "k", "--ssl-cert", "c",
+      "--ssl-ca", "a"], "set-controller",
+     {"switch": "br2", "targets": ["ssl:10.0.0.1"], "ssl_key": "k", "ssl_cert": "c",
+      "ssl_ca": "a"}),
+    (["set-controller", "br2"], "set-controller", {"switch": "br2", "targets": []}),
+    (["del-controller", "br2"], "del-controller", {"switch": "br2"}),
+    (["get-controller", "br2"], "get-controller", {"switch": "br2"}),
+    (["set-datapath-id", "br2", "0xa1"], "set-datapath-id",
+     {"switch": "br2", "datapath_id": "0xa1"}),
+    (["set-fail-mode", "br2", "standalone"], "set-fail-mode",
+     {"switch": "br2", "mode": "standalone"}),
 ]
 
 
@@ -166,7 +179,9 @@ def test_every_verb_has_a_request_test() -> None:
         "set-port", "fdb-show", "fdb-add", "fdb-del", "fdb-flush", "capture", "metrics",
         "add-flow", "add-flows", "replace-flows", "mod-flows", "del-flows", "dump-flows",
         "add-group", "mod-group", "del-groups", "dump-groups", "add-meter", "mod-meter",
-        "del-meters", "dump-meters", "trace", "packet-ins", "flows-removed"}
+        "del-meters", "dump-meters", "trace", "packet-ins", "flows-removed",
+        "set-controller", "del-controller", "get-controller", "set-datapath-id",
+        "set-fail-mode"}
 
 
 @pytest.mark.parametrize("argv", [

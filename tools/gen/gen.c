@@ -30,126 +30,11 @@
 #include <rte_udp.h>
 #include <rte_version.h>
 
-#include "alt.h"
-#include "hist.h"
-#include "load.h"
+#include "gen.h"
 #include "peer.h"
-#include "portspec.h"
 #include "sluice_version.h"
-#include "traffic.h"
-#include "vnf.h"
 
-#define GEN_MAX_PORTS 8
-#define GEN_MAX_SINK_PORTS 16      /* --sink-port: fan-out destinations */
-#define GEN_MAX_STREAMS 8
-#define NO_PORT UINT16_MAX          /* add_sender(): no receiving port of ours */
-/* reflect, port, vnf-in/out, sink-port */
-#define GEN_MAX_PLANS (2 * GEN_MAX_PORTS + 2 * VNF_MAX + GEN_MAX_SINK_PORTS)
-#define GEN_MAX_SINKS 256           /* stream ids a sink can tell apart */
-#define GEN_BURST 32                /* receive bursts; and --burst's default */
-#define GEN_MAX_BURST 512           /* --burst */
-#define GEN_RING 1024
-#define SEEN_BITS 4096              /* how far back duplicates are recognised */
-#define L1_OVERHEAD LOAD_L1_OVERHEAD
-
-enum role { ROLE_TXRX, ROLE_TX, ROLE_RX, ROLE_REFLECT, ROLE_PING };
 static const char *const role_names[] = { "txrx", "tx", "rx", "reflect", "ping" };
-
-struct opts {
-	const char *specs[GEN_MAX_PORTS];
-	unsigned int n_ports;
-	const char *reflect_specs[GEN_MAX_PORTS];   /* --reflect: extra ports that reflect */
-	unsigned int n_reflect;
-	const char *sink_specs[GEN_MAX_SINK_PORTS]; /* --sink-port: receive-only ports */
-	unsigned int n_sink_specs;
-	const char *vnf_in[VNF_MAX], *vnf_out[VNF_MAX];  /* --vnf-in, --vnf-out: paired in order */
-	unsigned int n_vnf_in, n_vnf_out, n_vnf_dst;
-	const char *vnf_dst_arg[VNF_MAX];           /* --vnf-dst-mac, one per pair in order */
-	struct vnf_dst vnf_dst[VNF_MAX];
-	const char *vnf_kind_arg[VNF_MAX];          /* --vnf-kind, one per pair in order */
-	enum vnf_kind vnf_kind[VNF_MAX];
-	unsigned int n_vnf_kind;
-	const char *dst_mac_arg[GEN_MAX_STREAMS];  /* --dst-mac, one per sending stream */
-	uint8_t dst_mac[GEN_MAX_STREAMS][6];
-	unsigned int n_dst_mac;
-	enum role role;
-	const char *size_arg, *rate_arg, *vary_arg, *load_arg;
-	struct traffic traffic;
-	double rate_pps;             /* per sending stream; 0: as fast as the port takes */
-	enum load_mode load;         /* --load; default closed with --rate max, else open */
-	uint16_t burst;              /* --burst: frames per transmit burst */
-	uint16_t ring;               /* --ring: descriptors per queue */
-	bool ring_given;             /* --ring given: virtio-user and memif rings sized too */
-	bool touch;                  /* --touch: the receiver reads every byte */
-	bool announce;               /* --announce: ports make their MACs known first */
-	double duration, warmup, cooldown;
-	bool bidir, json;
-	int cpu;
-	bool verbose;
-	const char *out, *hist_out;
-	pid_t alternate[2];
-	double window, settle;
-};
-
-struct sender {                  /* one generated stream: a port to send on */
-	uint8_t id;
-	uint16_t tx;
-	uint64_t next_seq, next_tsc;
-	struct load_tally all, measured;   /* the whole run; the measured interval */
-	/* The burst being sent: pending[head..n) not yet taken (closed loop retries them). */
-	struct rte_mbuf *pending[GEN_MAX_BURST];
-	uint16_t pending_size[GEN_MAX_BURST];  /* frame bytes with FCS */
-	uint16_t head, n;
-	bool set_addrs;              /* --dst-mac: these addresses (dst, then the port's MAC) */
-	uint8_t addrs[VNF_ETH_ADDRS];
-};
-
-struct sink {                    /* what arrived of one stream id */
-	uint64_t expect;             /* next sequence number expected */
-	uint64_t rx_packets, rx_measured, rx_bytes_measured;
-	uint64_t gap_lost, duplicated, reordered;
-	uint64_t seen[SEEN_BITS / 64];
-	bool active;
-};
-
-struct gen {
-	struct opts o;
-	uint16_t ports[GEN_MAX_PORTS];
-	struct sender senders[GEN_MAX_STREAMS];
-	unsigned int n_senders;
-	uint16_t sink_ports[GEN_MAX_PORTS];
-	unsigned int n_sink_ports;
-	uint16_t reflect_ports[GEN_MAX_PORTS];
-	uint16_t fanout_ports[GEN_MAX_SINK_PORTS];  /* --sink-port, in order */
-	struct sink fanout[GEN_MAX_SINK_PORTS];     /* what each --sink-port received */
-	uint16_t vnf_ports[VNF_MAX][2];
-	struct vnf_set vnfs;
-	struct sink sinks[GEN_MAX_SINKS];
-	struct hist latency;
-	uint64_t reflected, reflect_dropped, foreign;
-	uint64_t touch_sum, touch_bytes, touch_frames;   /* --touch */
-	uint64_t stray;              /* frames that came back on a sending port (txrx) */
-	uint64_t announced, announce_echoes;  /* --announce: sent, and what came back */
-	uint64_t passes, idle_passes;
-	uint64_t passes_measured, idle_measured;   /* inside the measured interval */
-	uint64_t hz, t_measure_start, t_measure_end, t_stop;   /* TSC */
-	double start_s, end_s;
-	bool alternating;
-	struct alt alt;
-	struct rte_mempool *pool;
-	double ns_per_tsc;
-	bool fixed_headers;          /* one size, one flow: copy the template below */
-	bool flow_template;          /* one size, many flows: copy it, then set the flow's fields */
-	uint16_t fixed_size;
-	uint8_t headers[TRAFFIC_HDR_LEN];
-	char server_paths[GEN_MAX_PLANS][PORTSPEC_MAX_LEN];   /* sockets our servers made */
-	unsigned int n_server_paths;
-	/* Measured frames per size, FCS included: last, as with 9018 B frames it is 72 KB
-	 * that should not sit between the fields every pass reads. */
-	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];
-	/* Receive queues of each ethdev beyond the first (memif's rx_queues=); 0 for most. */
-	uint8_t extra_rxqs[RTE_MAX_ETHPORTS];
-};
 
 static volatile sig_atomic_t quit;
 
@@ -259,6 +144,15 @@ static void usage(FILE *f)
 "                     size of virtio-user's virtqueues (else 256) and of memif's rings\n"
 "                     (else 1024) where the spec gives none. A larger ring rides out\n"
 "                     longer stalls of the peer, as zero-loss (NDR) trials need\n"
+"  --rx-burst N       frames per receive burst, 1..512 (32)\n"
+"  --check WHAT       what the sink verifies per frame: all (default: sequence and\n"
+"                     latency), seq, latency, or none: frames carry no stamp, the sink\n"
+"                     counts them per port by arrival without reading them, and loss is\n"
+"                     whole-run tx less rx (not with --alternate or --role ping)\n"
+"  --tx-frames HOW    prebuilt (default with one --size and ports that copy): each stream's\n"
+"                     buffers hold its frame, only what varies is written; copy: every\n"
+"                     frame written afresh (several sizes); refcnt: one frame sent again\n"
+"                     and again by reference count (--check none, one size and flow)\n"
 "  --touch            the receiver reads every byte of every frame (a checksum, reported)\n"
 "  --announce         before the clock starts, every port (VNF ports too) sends a few\n"
 "                     frames from its MAC to its own MAC, so a learning switch knows where\n"
@@ -348,6 +242,27 @@ static int parse_load(struct opts *o)
 		o->load = LOAD_CLOSED;
 	else
 		return bad("load", "open or closed");
+	return 0;
+}
+
+/* --check: a list of seq and latency, or all, or none. */
+static int parse_check(struct opts *o, const char *v)
+{
+	char buf[64], *tok, *save;
+
+	o->check_arg = v;
+	o->check_seq = o->check_latency = false;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "seq") == 0)
+			o->check_seq = true;
+		else if (strcmp(tok, "latency") == 0)
+			o->check_latency = true;
+		else if (strcmp(tok, "all") == 0)
+			o->check_seq = o->check_latency = true;
+		else if (strcmp(tok, "none") != 0)
+			return bad("check", "give all, none, or a list of seq and latency");
+	}
 	return 0;
 }
 
@@ -457,6 +372,11 @@ static int check_options(struct opts *o)
 		return bad("alternate", "needs --role txrx with exactly two pairs, not --bidir");
 	if (o->settle >= o->window)
 		return bad("settle", "must be shorter than --window");
+	if (o->role == ROLE_PING && !o->check_latency)
+		return bad("check", "--role ping measures round trips: it needs latency");
+	if (o->alternate[0] && !gen_stamped(o))
+		return bad("check", "--alternate tells windows apart by the time frames were sent: "
+			   "it needs seq or latency");
 	if (check_fanout(o) != 0)
 		return -1;
 	if (o->alternate[0] && (o->alternate[0] == o->alternate[1] ||
@@ -553,6 +473,17 @@ static int parse_one(struct opts *o, int c, const char *v)
 		o->ring = (uint16_t)n;
 		o->ring_given = true;
 		return 0;
+	case 'N':
+		if (parse_long("rx-burst", v, 1, GEN_MAX_BURST, &n) != 0)
+			return -1;
+		o->rx_burst = (uint16_t)n;
+		return 0;
+	case 'k': return parse_check(o, v);
+	case 'F':
+		o->tx_frames_arg = v;
+		if (tx_parse_frames(v, &o->tx_frames) != 0)
+			return bad("tx-frames", "prebuilt, copy, refcnt or auto");
+		return 0;
 	case 'T': o->touch = true; return 0;
 	case 'A': o->announce = true; return 0;
 	case 'R': o->rate_arg = v; return 0;
@@ -598,6 +529,8 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		{ "vnf-kind", 1, NULL, 'K' },
 		{ "dst-mac", 1, NULL, 'D' }, { "load", 1, NULL, 'G' }, { "burst", 1, NULL, 'B' },
 		{ "ring", 1, NULL, 'Q' },
+		{ "rx-burst", 1, NULL, 'N' }, { "check", 1, NULL, 'k' },
+		{ "tx-frames", 1, NULL, 'F' },
 		{ "touch", 0, NULL, 'T' }, { "announce", 0, NULL, 'A' },
 		{ "rate", 1, NULL, 'R' }, { "flows", 1, NULL, 'f' }, { "vary", 1, NULL, 'V' },
 		{ "duration", 1, NULL, 'd' }, { "warmup", 1, NULL, 'w' },
@@ -746,7 +679,6 @@ static int start_port(const struct gen *g, const struct port_plan *p, const stru
 	if (rc != 0 && rc != -ENOTSUP)
 		return rc;
 	*step = "receive queue set-up";
-	/* memif copies into fresh mbufs as it receives: its queues hold none (pool_size). */
 	for (q = 0; q < n_rxq; q++) {
 		rc = rte_eth_rx_queue_setup(port, q, g->o.ring, rte_socket_id(), NULL, g->pool);
 		if (rc != 0)
@@ -841,13 +773,15 @@ static void add_sender(struct gen *g, uint16_t tx, uint16_t rx)
 	s->set_addrs = true;
 }
 
-static void add_sink_port(struct gen *g, uint16_t rx)
+/* RX receives; with --check none it counts what arrives as STREAM's (the last sender). */
+static void add_sink_port(struct gen *g, uint16_t rx, unsigned int stream)
 {
 	unsigned int i;
 
 	for (i = 0; i < g->n_sink_ports; i++)
 		if (g->sink_ports[i] == rx)
 			return;
+	g->sink_stream[g->n_sink_ports] = (uint8_t)stream;
 	g->sink_ports[g->n_sink_ports++] = rx;
 }
 
@@ -862,16 +796,16 @@ static void plan_streams(struct gen *g)
 		if (o->n_ports == 1) {
 			add_sender(g, g->ports[0], NO_PORT);
 			if (o->n_sink_specs == 0)        /* a round trip; else a fan-out */
-				add_sink_port(g, g->ports[0]);
+				add_sink_port(g, g->ports[0], 0);
 			break;
 		}
 		for (i = 0; i < o->n_ports; i += 2) {
 			add_sender(g, g->ports[i], g->ports[i + 1]);
-			add_sink_port(g, g->ports[i + 1]);
+			add_sink_port(g, g->ports[i + 1], g->n_senders - 1);
 		}
 		for (i = 0; o->bidir && i < o->n_ports; i += 2) {
 			add_sender(g, g->ports[i + 1], g->ports[i]);
-			add_sink_port(g, g->ports[i]);
+			add_sink_port(g, g->ports[i], g->n_senders - 1);
 		}
 		break;
 	case ROLE_TX:
@@ -881,373 +815,15 @@ static void plan_streams(struct gen *g)
 	case ROLE_PING:
 		for (i = 0; i < o->n_ports; i++) {
 			add_sender(g, g->ports[i], NO_PORT);
-			add_sink_port(g, g->ports[i]);
+			add_sink_port(g, g->ports[i], i);
 		}
 		break;
 	case ROLE_RX:
 	case ROLE_REFLECT:
-		for (i = 0; i < o->n_ports; i++)
-			add_sink_port(g, g->ports[i]);
+		for (i = 0; i < o->n_ports; i++)    /* --check none: stream = port */
+			add_sink_port(g, g->ports[i], i);
 		break;
 	}
-}
-
-/* ---- sending ---- */
-
-static bool in_measurement(const struct gen *g, uint64_t tsc)
-{
-	return tsc >= g->t_measure_start && tsc < g->t_measure_end;
-}
-
-/*
- * Writes frame SEQ of sender S into M; its size with FCS. FLOW and PORT_FLOW are SEQ's flow
- * (SEQ mod --flows) and its port share (FLOW mod TRAFFIC_PORT_FLOWS), kept as counters by
- * the caller, used when one size and many flows let the template be patched.
- */
-static uint16_t fill_frame(const struct gen *g, const struct sender *s, struct rte_mbuf *m,
-			   uint64_t seq, uint64_t tsc, uint8_t flags, uint32_t flow,
-			   uint32_t port_flow)
-{
-	const struct traffic *t = &g->o.traffic;
-	bool one_size = g->fixed_headers || g->flow_template;
-	uint16_t size = one_size ? g->fixed_size : traffic_size(t, seq);
-	uint16_t len = (uint16_t)(size - RTE_ETHER_CRC_LEN);
-	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
-	struct traffic_payload *pl = (struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
-
-	if (one_size)
-		rte_memcpy(d, g->headers, TRAFFIC_HDR_LEN);
-	if (g->flow_template)
-		traffic_set_flow(t, d, flow, port_flow);
-	else if (!g->fixed_headers)
-		traffic_write_headers(t, d, len, t->flows > 1 ? (uint32_t)(seq % t->flows) : 0);
-	if (s->set_addrs)
-		vnf_rewrite(d, s->addrs);
-	pl->magic = TRAFFIC_MAGIC;
-	pl->stream = s->id;
-	pl->flags = flags;
-	pl->seq = (uint32_t)seq;
-	pl->tsc = tsc;
-	m->data_len = len;
-	m->pkt_len = len;
-	return size;
-}
-
-/*
- * Is a new burst due on S at TSC? Pacing is per burst of --burst frames; a loop that fell
- * more than 100 ms behind (its CPU was taken away) starts afresh rather than send a long
- * burst to catch up, and the shortfall shows in offered_pps.
- */
-static bool burst_due(const struct gen *g, struct sender *s, uint64_t tsc)
-{
-	if (g->o.rate_pps <= 0)
-		return true;
-	if (tsc < s->next_tsc)
-		return false;
-	s->next_tsc += (uint64_t)((double)g->hz * g->o.burst / g->o.rate_pps);
-	if (s->next_tsc + g->hz / 10 < tsc)
-		s->next_tsc = tsc;
-	return true;
-}
-
-/* A new burst of --burst frames in S's pending slots; false when the pool is empty. */
-static bool make_burst(const struct gen *g, struct sender *s, uint64_t tsc, uint8_t flags)
-{
-	uint32_t flows = g->o.traffic.flows, flow = 0, port_flow = 0;
-	uint16_t i, n = g->o.burst;
-
-	if (rte_pktmbuf_alloc_bulk(g->pool, s->pending, n) != 0)
-		return false;
-	if (g->flow_template) {      /* one division a burst, counters for its frames */
-		flow = (uint32_t)(s->next_seq % flows);
-		port_flow = flow % TRAFFIC_PORT_FLOWS;
-	}
-	for (i = 0; i < n; i++) {
-		s->pending_size[i] = fill_frame(g, s, s->pending[i], s->next_seq + i, tsc, flags,
-						flow, port_flow);
-		if (++flow == flows)
-			flow = port_flow = 0;
-		else if (++port_flow == TRAFFIC_PORT_FLOWS)
-			port_flow = 0;
-	}
-	s->head = 0;
-	s->n = n;
-	return true;
-}
-
-/* Closed loop: frames offered again carry the time and measured flag of this attempt. */
-static void restamp(struct sender *s, uint64_t tsc, uint8_t flags)
-{
-	uint16_t i;
-
-	for (i = s->head; i < s->n; i++) {
-		struct traffic_payload *pl = rte_pktmbuf_mtod_offset(s->pending[i],
-			struct traffic_payload *, TRAFFIC_HDR_LEN);
-
-		pl->tsc = tsc;
-		pl->flags = flags;
-	}
-}
-
-/*
- * Gives S's pending frames to the port. Open loop: what it refuses is freed, never sent
- * again, and counted as not accepted. Closed loop: it stays pending for the next pass.
- * Sequence numbers go to accepted frames only, so a refusal is never a gap at the sink.
- */
-static uint16_t transmit(const struct gen *g, struct sender *s, uint8_t flags)
-{
-	uint16_t tried = (uint16_t)(s->n - s->head), sent, i;
-	uint64_t bytes = 0;
-
-	sent = rte_eth_tx_burst(s->tx, 0, &s->pending[s->head], tried);
-	for (i = 0; i < sent; i++)
-		bytes += s->pending_size[s->head + i];
-	load_tally_burst(&s->all, g->o.load, tried, sent, bytes);
-	if (flags)
-		load_tally_burst(&s->measured, g->o.load, tried, sent, bytes);
-	s->next_seq += sent;
-	s->head = (uint16_t)(s->head + sent);
-	if (g->o.load == LOAD_OPEN && s->head < s->n) {
-		rte_pktmbuf_free_bulk(&s->pending[s->head], s->n - s->head);
-		s->head = s->n;
-	}
-	if (s->head == s->n)
-		s->head = s->n = 0;
-	return sent;
-}
-
-/* One pass's sending on S: a closed loop's leftovers first, else a new burst when due. */
-static uint16_t send_burst(struct gen *g, struct sender *s, uint64_t tsc)
-{
-	uint8_t flags = in_measurement(g, tsc) ? TRAFFIC_MEASURED : 0;
-
-	/* The loop reads the clock only now and then; no frame leaves after --duration. */
-	if (tsc >= g->t_stop)
-		return 0;
-	if (s->n > s->head) {
-		restamp(s, tsc, flags);
-		return transmit(g, s, flags);
-	}
-	if (!burst_due(g, s, tsc) || !make_burst(g, s, tsc, flags))
-		return 0;
-	return transmit(g, s, flags);
-}
-
-/* Frames a closed loop still held when sending stopped: never sent, so never counted. */
-static void drop_pending(struct sender *s)
-{
-	if (s->n > s->head)
-		rte_pktmbuf_free_bulk(&s->pending[s->head], s->n - s->head);
-	s->head = s->n = 0;
-}
-
-/* ---- receiving ---- */
-
-static bool seen_test_and_set(struct sink *k, uint64_t seq)
-{
-	uint64_t *w = &k->seen[(seq / 64) % (SEEN_BITS / 64)], bit = UINT64_C(1) << (seq % 64);
-	bool was = (*w & bit) != 0;
-
-	*w |= bit;
-	return was;
-}
-
-static void seen_clear(struct sink *k, uint64_t seq)
-{
-	k->seen[(seq / 64) % (SEEN_BITS / 64)] &= ~(UINT64_C(1) << (seq % 64));
-}
-
-/* Sequence bookkeeping for one frame: loss by gaps, duplicates, reordering. */
-static void track_sequence(struct sink *k, uint32_t seq32)
-{
-	uint64_t seq = k->expect + (uint64_t)(int64_t)(int32_t)(seq32 - (uint32_t)k->expect), s;
-
-	if (!k->active) {
-		k->active = true;
-		seq = seq32;
-		k->expect = seq;
-	}
-	if (seq >= k->expect) {
-		for (s = k->expect; s < seq && s < k->expect + SEEN_BITS; s++)
-			seen_clear(k, s);
-		k->gap_lost += seq - k->expect;
-		seen_clear(k, seq);
-		seen_test_and_set(k, seq);
-		k->expect = seq + 1;
-	} else if (k->expect - seq > SEEN_BITS) {
-		k->reordered++;                   /* too old to tell a duplicate */
-	} else if (seen_test_and_set(k, seq)) {
-		k->duplicated++;
-	} else {
-		k->reordered++;                   /* counted lost when a later frame came */
-		k->gap_lost--;
-	}
-}
-
-/* M's payload, or NULL (counted as foreign) when M is not one of our frames. */
-static const struct traffic_payload *our_payload(struct gen *g, const struct rte_mbuf *m)
-{
-	const struct traffic_payload *pl;
-
-	if (m->data_len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
-		g->foreign++;
-		return NULL;
-	}
-	pl = rte_pktmbuf_mtod_offset(m, const struct traffic_payload *, TRAFFIC_HDR_LEN);
-	if (pl->magic != TRAFFIC_MAGIC) {
-		g->foreign++;
-		return NULL;
-	}
-	return pl;
-}
-
-/* One arrival of frame M (payload PL) at K: sequence, and in the interval bytes and latency. */
-static void count_arrival(struct gen *g, struct sink *k, const struct traffic_payload *pl,
-			  const struct rte_mbuf *m, uint64_t now_tsc)
-{
-	k->rx_packets++;
-	track_sequence(k, pl->seq);
-	if (pl->flags & TRAFFIC_MEASURED) {
-		k->rx_measured++;
-		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
-		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
-		if (now_tsc > pl->tsc)
-			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
-							    g->ns_per_tsc));
-	}
-}
-
-static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
-{
-	const struct traffic_payload *pl = our_payload(g, m);
-
-	if (pl == NULL)
-		return;
-	/* Latency is one-way when sender and sink share the host's TSC (same process or host). */
-	count_arrival(g, &g->sinks[pl->stream], pl, m, now_tsc);
-	if (g->alternating)
-		alt_count(&g->alt, pl->stream, pl->tsc);
-}
-
-/* --touch: every byte of every segment read into the checksum, as an application would. */
-static void touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n)
-{
-	const struct rte_mbuf *seg;
-	uint16_t i;
-
-	for (i = 0; i < n; i++)
-		for (seg = m[i]; seg != NULL; seg = seg->next) {
-			g->touch_sum += load_touch(rte_pktmbuf_mtod(seg, const uint8_t *),
-						   seg->data_len);
-			g->touch_bytes += seg->data_len;
-		}
-	g->touch_frames += n;
-}
-
-/*
- * Up to MAX frames from PORT's receive queues: queue 0, then (a memif client with
- * rx_queues=) the others while room is left. A memif server sends on the ring of its
- * transmit queue, and OVS-DPDK's PMD sends on queue 1 (queue 0 is its main thread's).
- */
-static inline uint16_t rx_burst_all(const struct gen *g, uint16_t port, struct rte_mbuf **m,
-				    uint16_t max)
-{
-	uint16_t n = rte_eth_rx_burst(port, 0, m, max), q;
-
-	for (q = 1; q <= g->extra_rxqs[port] && n < max; q++)
-		n += rte_eth_rx_burst(port, q, m + n, max - n);
-	return n;
-}
-
-static uint16_t sink_burst(struct gen *g, uint16_t port)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rx_burst_all(g, port, m, GEN_BURST), i;
-	uint64_t tsc;
-
-	if (n == 0)
-		return 0;
-	tsc = rte_rdtsc();
-	if (g->o.touch)
-		touch_frames(g, m, n);
-	for (i = 0; i < n; i++)
-		sink_frame(g, m[i], tsc);
-	rte_pktmbuf_free_bulk(m, n);
-	return n;
-}
-
-/*
- * A --sink-port's burst. Each sink port has its own sequence bookkeeping, since every one
- * of them receives the same frames (a flood's copies): loss, duplicates and reordering are
- * per sink. Frames of any stream but 0, the one sender, are foreign here.
- */
-static uint16_t fanout_burst(struct gen *g, unsigned int sink)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rx_burst_all(g, g->fanout_ports[sink], m, GEN_BURST), i;
-	const struct traffic_payload *pl;
-	uint64_t tsc;
-
-	if (n == 0)
-		return 0;
-	tsc = rte_rdtsc();
-	if (g->o.touch)
-		touch_frames(g, m, n);
-	for (i = 0; i < n; i++) {
-		pl = our_payload(g, m[i]);
-		if (pl == NULL)
-			continue;
-		if (pl->stream != 0)
-			g->foreign++;
-		else
-			count_arrival(g, &g->fanout[sink], pl, m[i], tsc);
-	}
-	rte_pktmbuf_free_bulk(m, n);
-	return n;
-}
-
-static void swap_addresses(struct rte_mbuf *m)
-{
-	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	struct rte_ether_addr a = eth->src_addr;
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-	uint32_t addr;
-	uint16_t port;
-
-	eth->src_addr = eth->dst_addr;
-	eth->dst_addr = a;
-	if (m->data_len < TRAFFIC_HDR_LEN || eth->ether_type !=
-	    rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
-		return;
-	addr = ip->src_addr;
-	ip->src_addr = ip->dst_addr;
-	ip->dst_addr = addr;
-	if (ip->next_proto_id == IPPROTO_UDP && (ip->version_ihl & 0xf) == 5) {
-		port = udp->src_port;
-		udp->src_port = udp->dst_port;
-		udp->dst_port = port;
-	}
-}
-
-/* The reflect role: what comes in goes back out of the same port, addresses swapped. */
-static uint16_t reflect_burst(struct gen *g, uint16_t port)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	uint16_t n = rx_burst_all(g, port, m, GEN_BURST), i, sent;
-
-	if (n == 0)
-		return 0;
-	if (g->o.touch)
-		touch_frames(g, m, n);
-	for (i = 0; i < n; i++)
-		swap_addresses(m[i]);
-	sent = rte_eth_tx_burst(port, 0, m, n);
-	if (sent < n)
-		rte_pktmbuf_free_bulk(&m[sent], n - sent);
-	g->reflected += sent;
-	g->reflect_dropped += n - sent;
-	return n;
 }
 
 /* ---- the loop ---- */
@@ -1342,37 +918,14 @@ static uint64_t receive_pass(struct gen *g, uint64_t tsc)
 
 	for (i = 0; i < g->n_sink_ports; i++)
 		work += g->o.role == ROLE_REFLECT ? reflect_burst(g, g->sink_ports[i])
-						  : sink_burst(g, g->sink_ports[i]);
+						  : sink_burst(g, i);
 	for (i = 0; i < g->o.n_reflect; i++)
 		work += reflect_burst(g, g->reflect_ports[i]);
 	for (i = 0; i < g->o.n_sink_specs; i++)
-		work += fanout_burst(g, i);
+		work += sink_fanout_burst(g, i);
 	return work;
 }
 
-/*
- * Frames that come back on a sending port (a switch that floods, or a peer that talks) are
- * freed and counted as stray, so they never pile up in a ring. Polled seldom (every 64
- * passes), so a generator at full speed pays nearly nothing for it.
- */
-static void drain_senders(struct gen *g)
-{
-	struct rte_mbuf *m[GEN_BURST];
-	unsigned int i;
-	uint16_t n;
-
-	if (g->o.role != ROLE_TXRX || g->o.bidir ||
-	    (g->o.n_ports < 2 && g->o.n_sink_specs == 0))
-		return;
-	for (i = 0; i < g->n_senders; i++) {
-		n = rx_burst_all(g, g->senders[i].tx, m, GEN_BURST);
-		if (n > 0)
-			rte_pktmbuf_free_bulk(m, n);
-		g->stray += n;
-	}
-}
-
-/* One pass of the loop: every stream sends (or only ONLY_SENDER, if >= 0), then receive. */
 static uint64_t one_pass(struct gen *g, int only_sender, uint64_t tsc)
 {
 	uint64_t work = 0;
@@ -1380,7 +933,7 @@ static uint64_t one_pass(struct gen *g, int only_sender, uint64_t tsc)
 
 	for (i = 0; i < g->n_senders; i++)
 		if (only_sender < 0 || (int)i == only_sender)
-			work += send_burst(g, &g->senders[i], tsc);
+			work += tx_send_burst(g, &g->senders[i], tsc);
 	return work + receive_pass(g, tsc);
 }
 
@@ -1402,12 +955,22 @@ static void run_loop(struct gen *g)
 	g->t_measure_start = tsc0 + (uint64_t)(o->warmup * (double)g->hz);
 	g->t_measure_end = tsc0 + (uint64_t)((o->duration - o->cooldown) * (double)g->hz);
 	g->t_stop = tsc0 + (uint64_t)(o->duration * (double)g->hz);
+	uint64_t last_tsc = tsc0, last_work = 0;
+
 	if (g->alternating)
 		alt_start(&g->alt, t, tsc0);
 	while (!quit && t - g->start_s < o->duration) {
 		uint64_t tsc = rte_rdtsc();
-		uint64_t work = one_pass(g, g->alternating ? (int)g->alt.pair : -1, tsc);
+		uint64_t work;
 
+		/* A pass lasts until the next begins: its cycles are busy if it found work. */
+		if (in_measurement(g, last_tsc)) {
+			g->cycles_measured += tsc - last_tsc;
+			g->busy_measured += last_work != 0 ? tsc - last_tsc : 0;
+		}
+		work = one_pass(g, g->alternating ? (int)g->alt.pair : -1, tsc);
+		last_tsc = tsc;
+		last_work = work;
 		g->passes++;
 		g->idle_passes += work == 0;
 		/* The idle share that tells a generator-bound run is the measured interval's. */
@@ -1419,7 +982,7 @@ static void run_loop(struct gen *g)
 		if ((g->passes & 63) != 0)
 			continue;
 		t = now_s();
-		drain_senders(g);
+		sink_drain_senders(g);
 		if (g->alternating)
 			step_alternation(g, t);
 		if (t >= next_print) {
@@ -1439,10 +1002,10 @@ static void drain(struct gen *g)
 	if (g->alternating)
 		alt_resume_all();
 	for (i = 0; i < g->n_senders; i++)
-		drop_pending(&g->senders[i]);
+		tx_drop_pending(&g->senders[i]);
 	while (now_s() < until) {
 		receive_pass(g, rte_rdtsc());
-		drain_senders(g);
+		sink_drain_senders(g);
 	}
 	vnf_flush(&g->vnfs);
 }
@@ -1476,6 +1039,10 @@ static uint64_t stream_lost(const struct gen *g, unsigned int id)
 		return fanout_lost(g);
 	if ((g->o.role != ROLE_TXRX && g->o.role != ROLE_PING) || id >= g->n_senders)
 		return k->gap_lost;
+	/* Unstamped frames cannot be told by interval: the whole run, exact after the drain. */
+	if (!gen_stamped(&g->o))
+		return g->senders[id].all.accepted > k->rx_packets ?
+		       g->senders[id].all.accepted - k->rx_packets : 0;
 	got = k->rx_measured - RTE_MIN(k->rx_measured, k->duplicated);
 	return g->senders[id].measured.accepted > got ? g->senders[id].measured.accepted - got : 0;
 }
@@ -1550,6 +1117,10 @@ static json_t *options_json(const struct opts *o)
 	json_object_set_new(r, "burst", json_integer(o->burst));
 	json_object_set_new(r, "ring", json_integer(o->ring));
 	json_object_set_new(r, "touch", json_boolean(o->touch));
+	json_object_set_new(r, "check", json_string(o->check_arg));
+	json_object_set_new(r, "tx_frames", json_string(o->tx_frames_arg ? o->tx_frames_arg
+								       : "auto"));
+	json_object_set_new(r, "rx_burst", json_integer(o->rx_burst));
 	json_object_set_new(r, "sink_ports", strings_json(o->sink_specs, o->n_sink_specs));
 	return r;
 }
@@ -1572,6 +1143,22 @@ static double idle_fraction(const struct gen *g)
 	if (g->passes_measured > 0)
 		return (double)g->idle_measured / (double)g->passes_measured;
 	return g->passes ? (double)g->idle_passes / (double)g->passes : 0.0;
+}
+
+/*
+ * The share of the measured interval's cycles spent in passes that found work, and the
+ * cycles of those per frame the loop handled (sent, received, reflected, VNF-forwarded).
+ */
+static void busy_fields(json_t *r, const struct gen *g)
+{
+	uint64_t frames = sum_senders(g, offsetof(struct sender, measured.accepted)) +
+			  sum_sinks(g, offsetof(struct sink, rx_measured));
+	double busy = g->cycles_measured ? (double)g->busy_measured / (double)g->cycles_measured
+					 : 0.0;
+
+	json_object_set_new(r, "busy_fraction", json_real(busy));
+	json_object_set_new(r, "busy_cycles_per_frame", frames ? json_real(
+		(double)g->busy_measured / (double)frames) : json_null());
 }
 
 /* The measured interval's counts of every sender and sink, and the figures from them. */
@@ -1707,6 +1294,10 @@ static uint64_t fanout_sink_lost(const struct gen *g, const struct sink *k)
 {
 	uint64_t tx = g->senders[0].measured.accepted, got = fanout_got(k);
 
+	if (!gen_stamped(&g->o)) {   /* --check none: the whole run (stream_lost) */
+		tx = g->senders[0].all.accepted;
+		got = k->rx_packets;
+	}
 	return tx > got ? tx - got : 0;
 }
 
@@ -1820,6 +1411,10 @@ static json_t *summary(const struct gen *g)
 		json_object_set_new(r, "announce_echoes",
 				    json_integer((json_int_t)g->announce_echoes));
 	}
+	json_object_set_new(r, "tx_frames", json_string(tx_frames_name(o->tx_frames)));
+	json_object_set_new(r, "checked", json_pack("{sb sb}", "seq", o->check_seq,
+						     "latency", o->check_latency));
+	busy_fields(r, g);
 	json_object_set_new(r, "passes", json_integer((json_int_t)g->passes));
 	json_object_set_new(r, "passes_per_s", json_real(elapsed > 0 ? (double)g->passes /
 							 elapsed : 0.0));
@@ -1993,6 +1588,27 @@ static uint16_t pool_buf_size(const struct opts *o)
 	return (uint16_t)(RTE_PKTMBUF_HEADROOM + RTE_ALIGN_CEIL(len + 64, 1024));
 }
 
+static bool ring_spec_in(const char *const *specs, unsigned int n)
+{
+	char err[PORTSPEC_ERR_LEN];
+	struct portspec ps;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (portspec_parse(specs[i], "kind", 1, &ps, err, sizeof(err)) == 0 &&
+		    ps.kind == PORTSPEC_RING)
+			return true;
+	return false;
+}
+
+/* A ring port passes the sent buffer itself, which a reflector or VNF of ours may write. */
+static bool any_ring_port(const struct opts *o)
+{
+	return ring_spec_in(o->specs, o->n_ports) || ring_spec_in(o->reflect_specs, o->n_reflect) ||
+	       ring_spec_in(o->vnf_in, o->n_vnf_in) || ring_spec_in(o->vnf_out, o->n_vnf_out) ||
+	       ring_spec_in(o->sink_specs, o->n_sink_specs);
+}
+
 /* Every port in rank order (port_rank), each class in the order given. */
 static int open_ports(struct gen *g)
 {
@@ -2053,7 +1669,7 @@ static int setup(struct gen *g)
 	g->fixed_size = traffic_size(&g->o.traffic, 0);
 	traffic_write_headers(&g->o.traffic, g->headers,
 			      (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN), 0);
-	return 0;
+	return tx_setup(g, !any_ring_port(&g->o), pool_buf_size(&g->o));
 }
 
 /*
@@ -2268,7 +1884,8 @@ int main(int argc, char **argv)
 {
 	static struct gen g = { .o = { .role = ROLE_TXRX, .size_arg = "64", .burst = GEN_BURST,
 		.ring = GEN_RING, .vary_arg = "ip,port", .traffic = { .flows = 1 }, .duration = 10,
-		.cpu = -1, .window = 1.0, .settle = 0.3 } };
+		.cpu = -1, .window = 1.0, .settle = 0.3, .check_seq = true, .check_latency = true,
+		.check_arg = "all", .rx_burst = GEN_BURST, .tx_frames = TX_FRAMES_AUTO } };
 	struct tsc_mark eal_ready;
 	int first;
 

@@ -20,7 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sluice.bench.plan import TrialSpec
+    from sluice.bench.switches import Switch
 
 PortCounters = Mapping[str, Mapping[str, Any]]
 
@@ -155,4 +159,36 @@ def counter_delta(after: PortCounters | None, before: PortCounters | None
                 if d[key] < 0:
                     return None
         out[name] = d
+    return out
+
+
+def switch_counters(spec: TrialSpec, switches: Mapping[str, Switch], keys: Sequence[str]
+                    ) -> dict[str, dict[str, dict[str, Any]] | None]:
+    """The port counters of the switches KEYS of a trial, for loopback chains only (the
+    runner reads them before the generator starts and after it ends)."""
+    if spec.scenario.family != "loopback" or spec.latency_kind == "echo":
+        return {}
+    return {k: switches[k].port_counters() for k in keys}
+
+
+def trial_hops(spec: TrialSpec, keys: Sequence[str], summary: Mapping[str, Any],
+               before: Mapping[str, PortCounters | None],
+               after: Mapping[str, PortCounters | None]) -> dict[str, Any]:
+    """Per switch of the trial, the `hops` of its loopback chain: sluice-gen (its SUMMARY)
+    lists each switch's two ports and (inline) VNFs in the order of KEYS."""
+    if not before:
+        return {}
+    chain = spec.scenario.chain
+    ports = summary.get("port_stats") or []
+    inline = summary.get("vnfs") or []
+    out = {}
+    for j, key in enumerate(keys):
+        # Counters a sluice-gen did not give (an older one, process VNFs) are unknown.
+        gen_ports = ports[2 * j:2 * j + 2]
+        gen_ports = gen_ports if len(gen_ports) == 2 else [{}, {}]
+        vnf_counters = inline[chain * j:chain * (j + 1)]
+        vnf_counters = vnf_counters if len(vnf_counters) == chain else [{}] * chain
+        out[key] = chain_hops(chain, gen_ports, vnf_counters,
+                              counter_delta(after.get(key), before.get(key)),
+                              spec.scenario.direction == "bidir")
     return out

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def start(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Starts CMD with stdin closed and stdout and stderr into LOG."""
+def start(cmd: list[str], log: Path, env: dict[str, str] | None = None,
+          stdin: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+    """Starts CMD with stdout and stderr into LOG and stdin closed (or STDIN, e.g. PIPE for
+    a program driven by commands)."""
     with log.open("ab") as f:
-        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env)
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=stdin, env=env)
 
 
 def wait_until(ready: Callable[[], bool], proc: subprocess.Popen[bytes] | None, what: str,

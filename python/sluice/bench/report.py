@@ -1,5 +1,8 @@
 """report DIR: report.md and report.html (with matplotlib figures) from results.jsonl.
 
+The report opens with the verdict (report_verdict: who won each scenario and size, sluice's
+ratio to each peer, a figure of those ratios), then the long tables: R+, ratios, cost per
+packet (report_cost), latency, sweeps, per-hop counts, published figures.
 Figures compare switches only within one placement label and one method; rows marked
 `oversubscribed` are listed but kept out of every comparison, and `kernel_path` rows (p2p
 over veth) are shown apart, since the kernel's veth path bounds every switch on them.
@@ -9,13 +12,22 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import published, report_hops, report_idle, report_latency, report_sweep
+from sluice.bench import (
+    published,
+    report_cost,
+    report_hops,
+    report_idle,
+    report_latency,
+    report_sweep,
+    report_verdict,
+)
 from sluice.bench.schema import Row, best_label, load_rows
 from sluice.bench.stats import gbps, spread
 
@@ -235,6 +247,7 @@ def sections(rows: Sequence[Row], manifest: dict[str, Any], figs: dict[str, str]
                   f"{t['ratio']:.3f}", f"{t['q1']:.3f}", f"{t['q3']:.3f}",
                   f"{t['q3'] - t['q1']:.3f}", str(t["ratios"]), str(t["windows"]),
                   str(t["trials"])] for t in ratios if is_baseline(t["vs"], baseline)]))
+    out += report_cost.sections(rows, baseline)
     near = manifest.get("near_trials") or []
     if near:
         out.append(("Trials with near placement",
@@ -332,20 +345,31 @@ def render_md(secs: Sequence[tuple[str, str, list[str], list[list[str]] | None]]
     return "\n".join(out)
 
 
+def anchor(head: str) -> str:
+    """The id of a section's heading: its words in lower case, joined by dashes."""
+    return re.sub(r"[^a-z0-9]+", "-", head.lower()).strip("-")
+
+
 def render_html(secs: Sequence[tuple[str, str, list[str], list[list[str]] | None]],
-                title: str) -> str:
-    """The sections as one HTML page (figures as SVG files beside it)."""
+                title: str, inline: dict[str, str] | None = None) -> str:
+    """The sections as one HTML page (figures as SVG files beside it; those named in
+    INLINE, src -> SVG text, are drawn into the page itself)."""
     e = html.escape
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(title)}</title>",
            "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}"
            "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #bbb;"
-           "padding:3px 6px}th{background:#eee}img{max-width:100%}</style></head><body>",
+           "padding:3px 6px}th{background:#eee}img,svg{max-width:100%;height:auto}"
+           "</style></head><body>",
            f"<h1>{e(title)}</h1>"]
     for head, para, headers, lines in secs:
-        out.append(f"<h2>{e(head)}</h2>")
+        out.append(f"<h2 id='{anchor(head)}'>{e(head)}</h2>")
         if para.startswith("!["):
             src = para[para.index("(") + 1:-1].replace(".png", ".svg")
-            out.append(f"<p><img src='{e(src)}' alt='{e(head)}'></p>")
+            svg = (inline or {}).get(src)
+            if svg is not None:
+                out.append(f"<figure id='{anchor(head)}-figure'>{svg}</figure>")
+            else:
+                out.append(f"<p><img src='{e(src)}' alt='{e(head)}'></p>")
         elif para:
             out.append(f"<p>{e(para)}</p>")
         if lines is not None:
@@ -382,12 +406,24 @@ def write(d: Path) -> Path:
         figs["latency CDF"] = lat
     title = f"sluice-bench report: {d.name}"
     idle = report_idle.sections(d)
+    inline: dict[str, str] = {}
     if idle and not rows:
         # `sluice-bench idle` alone: its sections and the environment of its manifest.
         secs = [*idle, ("Environment", "", ["item", "value"],
                         env_lines(manifest or report_idle.manifest(d)))]
     else:
-        secs = sections(rows, manifest, figs, idle)
+        baseline = str((manifest.get("settings") or {}).get("baseline", "testpmd"))
+        verdict = report_verdict.lines(rows, baseline)
+        vfig = report_verdict.figure(verdict, figdir)
+        if vfig:
+            inline[f"figures/{vfig}.svg"] = svg_element(figdir / f"{vfig}.svg")
+        secs = report_verdict.section(verdict, vfig) + sections(rows, manifest, figs, idle)
     (d / "report.md").write_text(render_md(secs, title))
-    (d / "report.html").write_text(render_html(secs, title))
+    (d / "report.html").write_text(render_html(secs, title, inline))
     return d / "report.md"
+
+
+def svg_element(path: Path) -> str:
+    """The <svg> element of an SVG file (without its XML prolog), to draw inside a page."""
+    text = path.read_text()
+    return text[text.index("<svg"):]

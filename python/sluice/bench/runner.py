@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sluice.bench import arrange, gen, hops, manifest, placement, procs, vnfs
+from sluice.bench import arrange, cost, gen, hops, manifest, placement, procs, vnfs
 from sluice.bench.abwindows import Window
 from sluice.bench.plan import (
     GEN_OVERHEAD_S,
@@ -506,19 +506,19 @@ class Runner:
         live.signal(keys, signal.SIGCONT)
         try:
             time.sleep(0.3)
-            # Not in alternating trials: a SIGSTOP between two passes of a worker lands
-            # the stopped second in its busy or idle cycles.
-            counted = spec.method != "alternating"
-            cyc0 = {k: live.switches[k].cycles() if counted else None for k in keys}
-            ports0 = self.port_counters(spec, keys, live)
+            ports0 = hops.switch_counters(spec, live.switches, keys)
+            # Cost per packet: each switch's own counters and its forwarding threads' CPU
+            # time, read only while it runs (cost.py).
+            sampler = cost.Sampler(dict(zip(keys, sws, strict=True)), self.s.switch_cpu,
+                                   alternating=spec.method == "alternating",
+                                   settle_s=self.s.settle, window_s=self.s.window)
             with self.monitor.running():
                 if spec.method == "latency":
                     extra, lat = self.latency_args(spec, self.label_for_load(spec))
-                res = self.run_gen(spec, sws, live, extra)
+                with sampler:
+                    res = self.run_gen(spec, sws, live, extra)
             # The generator continues both switches of an alternation at its end.
-            cyc = {k: _per_packet(live.switches[k].cycles() if counted else None, cyc0[k])
-                   for k in keys}
-            ports1 = self.port_counters(spec, keys, live)
+            ports1 = hops.switch_counters(spec, live.switches, keys)
         finally:
             # Stopped before its interrupt thread has handled the generator's disconnect, a
             # switch would handle it on SIGCONT while its forwarding thread may be mid-burst
@@ -529,44 +529,13 @@ class Runner:
         busy = {c: round(v - busy0.get(c, 0.0), 3) for c, v in procs.cpu_busy().items()}
         cpu = {k: _delta(self.cpu_of(live.switches[k]), before[k]) for k in keys}
         common = {"over": over, "busy": busy, "cpu": cpu, "res": res, "wall": wall,
-                  "cycles": cyc, "hops": self.trial_hops(spec, keys, res, ports0, ports1)}
+                  "traces": sampler.traces,
+                  "hops": hops.trial_hops(spec, keys, res.summary, ports0, ports1)}
         if spec.method == "alternating":
             return self.alternating_rows(spec, sws, keys, common)
         if spec.method == "latency":
             return [self.latency_row(spec, sws[0], keys[0], common, lat)]
         return self.interleaved_rows(spec, sws[0], keys[0], common)
-
-    # -- per-hop counts -----------------------------------------------------------------
-    @staticmethod
-    def port_counters(spec: TrialSpec, keys: Sequence[str], live: Live
-                      ) -> dict[str, dict[str, dict[str, Any]] | None]:
-        """Each switch's port counters, for loopback chains only (per-hop counts)."""
-        if spec.scenario.family != "loopback" or spec.latency_kind == "echo":
-            return {}
-        return {k: live.switches[k].port_counters() for k in keys}
-
-    @staticmethod
-    def trial_hops(spec: TrialSpec, keys: Sequence[str], res: gen.GenResult,
-                   before: dict[str, dict[str, dict[str, Any]] | None],
-                   after: dict[str, dict[str, dict[str, Any]] | None]) -> dict[str, Any]:
-        """Per switch of the trial, the `hops` of its loopback chain: sluice-gen lists each
-        switch's two ports and (inline) VNFs in the order of KEYS (gen_cmd)."""
-        if not before:
-            return {}
-        chain = spec.scenario.chain
-        ports = res.summary.get("port_stats") or []
-        inline = res.summary.get("vnfs") or []
-        out = {}
-        for j, key in enumerate(keys):
-            # Counters a sluice-gen did not give (an older one, process VNFs) are unknown.
-            gen_ports = ports[2 * j:2 * j + 2]
-            gen_ports = gen_ports if len(gen_ports) == 2 else [{}, {}]
-            vnf_counters = inline[chain * j:chain * (j + 1)]
-            vnf_counters = vnf_counters if len(vnf_counters) == chain else [{}] * chain
-            out[key] = hops.chain_hops(chain, gen_ports, vnf_counters,
-                                       hops.counter_delta(after.get(key), before.get(key)),
-                                       spec.scenario.direction == "bidir")
-        return out
 
     # -- latency ------------------------------------------------------------------------
     def rplus(self, key: str, scn: Scenario, size: int, label: str) -> tuple[float, str] | None:
@@ -649,6 +618,8 @@ class Runner:
         kept = trim(res.samples, self.s.warmup, 0.0, self.s.latency_duration)
         lab = (placement.label(self.monitor.probes(), kept[0].monotonic_s - 1.0,
                                kept[-1].monotonic_s) if kept else "unlabelled")
+        costs = cost.interleaved(kept, [lab] * len(kept), common.get("traces", {}).get(key),
+                                 res.summary.get("tsc_hz"))
         summ = res.summary
         tx, rx = int(summ.get("tx_packets", 0) or 0), int(summ.get("rx_packets", 0) or 0)
         if self.s.tags.get("sweep_param") == "rate":
@@ -659,7 +630,7 @@ class Runner:
             rx_pps=statistics.fmean(s.rx_pps for s in kept) if kept else 0.0,
             tx_pps=statistics.fmean(s.tx_pps for s in kept) if kept else 0.0,
             loss=loss_fraction(tx, rx) if tx else 0.0,
-            samples=len(kept), counted_s=float(len(kept)), **lat)
+            samples=len(kept), counted_s=float(len(kept)), cost=costs.get(lab, {}), **lat)
 
     @property
     def gen_flows(self) -> int:
@@ -679,6 +650,7 @@ class Runner:
         """A row with the fields every method fills the same way."""
         res: gen.GenResult = common["res"]
         tags = {**self.s.tags, **kw_tags(kw)}
+        own = (kw.get("cost") or {}).get("own_cpp") or []
         idle = float(res.summary.get("idle_fraction", 0.0))
         lat = {k: float(v) for k, v in (res.summary.get("latency_ns") or {}).items()
                if isinstance(v, int | float)}
@@ -692,7 +664,8 @@ class Runner:
                    gen_idle_fraction=idle, port_kind=sw.port_kind(), steering=sw.steering(),
                    switch_cpu_s=common["cpu"][key], gen_cpu_s=round(res.cpu_s, 3),
                    cpu_busy_s=common["busy"], wall_s=common["wall"], latency_ns=lat,
-                   switch_cycles_per_packet=common.get("cycles", {}).get(key),
+                   switch_cycles_per_packet=(round(statistics.median(own), 1) if own
+                                             else None),
                    rules=sw.acl_rules, rule_masks=sw.acl_masks, flows=self.gen_flows,
                    hops=common.get("hops", {}).get(key, {}), **kw)
 
@@ -702,13 +675,20 @@ class Runner:
         res: gen.GenResult = common["res"]
         probes = self.monitor.probes()
         skip = math.ceil(self.s.warmup / self.s.window - 1e-9)
+        kept = [w for w in res.windows if int(w["index"]) >= skip]
         ws = [Labelled(Window(int(w["index"]), w["switch"], float(w["rx_pps"]),
                               float(w["counted_s"])),
                        int(w["tx_packets"]), int(w["rx_packets"]),
                        placement.label(probes, float(w["start_monotonic_s"]) + self.s.settle,
                                        float(w["start_monotonic_s"]) + self.s.window))
-              for w in res.windows if int(w["index"]) >= skip]
+              for w in kept]
         ratios = ratios_by_label(ws)
+        costs = cost.alternating(
+            [(lw.window.index, lw.window.switch, float(w["start_monotonic_s"]),
+              lw.window.counted_s, lw.rx_packets, lw.label)
+             for lw, w in zip(ws, kept, strict=True)],
+            {side: common.get("traces", {}).get(k) for side, k in zip("AB", keys, strict=False)},
+            self.s.settle, self.s.window, res.summary.get("tsc_hz"))
         rows = []
         for side, sw, key, other in (("A", sws[0], keys[0], keys[1]),
                                      ("B", sws[1], keys[1], keys[0])):
@@ -724,7 +704,8 @@ class Runner:
                     ratio_q1=f.ratio.q1 if f.ratio else None,
                     ratio_q3=f.ratio.q3 if f.ratio else None,
                     ratio_n=f.ratio.n if f.ratio else 0,
-                    gen_order="first" if side == "A" else "second"))
+                    gen_order="first" if side == "A" else "second",
+                    cost=costs.get((side, lab), {})))
         return rows
 
     def interleaved_rows(self, spec: TrialSpec, sw: Switch, key: str,
@@ -733,9 +714,12 @@ class Runner:
         res: gen.GenResult = common["res"]
         probes = self.monitor.probes()
         kept = trim(res.samples, self.s.warmup, self.s.cooldown, self.s.duration)
+        labels = [placement.label(probes, s.monotonic_s - 1.0, s.monotonic_s) for s in kept]
+        costs = cost.interleaved(kept, labels, common.get("traces", {}).get(key),
+                                 res.summary.get("tsc_hz"))
         groups: dict[str, list[Sample]] = defaultdict(list)
-        for s in kept:
-            groups[placement.label(probes, s.monotonic_s - 1.0, s.monotonic_s)].append(s)
+        for s, lab in zip(kept, labels, strict=True):
+            groups[lab].append(s)
         rows = []
         for lab, samples in sorted(groups.items()):
             tx = sum(s.tx_pps for s in samples)
@@ -746,7 +730,7 @@ class Runner:
                 tx_pps=tx / len(samples), loss=loss_fraction(copies * tx, rx),
                 rx_pps_median=sorted(s.rx_pps for s in samples)[len(samples) // 2],
                 samples=len(samples), counted_s=float(len(samples)),
-                **fanout_fields(spec.scenario, samples)))
+                cost=costs.get(lab, {}), **fanout_fields(spec.scenario, samples)))
         return rows
 
     # -- more trials until enough ran near ----------------------------------------------
@@ -989,13 +973,6 @@ def trial_name(spec: TrialSpec) -> str:
     if spec.burst is not None:
         parts.append(f"echo{spec.burst}")
     return "gen-" + "-".join(p for p in parts if p).replace(":", "_").replace("#", "_")
-
-
-def _per_packet(now: tuple[int, int] | None, before: tuple[int, int] | None) -> float | None:
-    """Busy cycles per packet between two readings of a switch's counters."""
-    if now is None or before is None or now[1] <= before[1]:
-        return None
-    return round((now[0] - before[0]) / (now[1] - before[1]), 1)
 
 
 def _delta(now: float | None, before: float | None) -> float | None:

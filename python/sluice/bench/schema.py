@@ -68,7 +68,13 @@ class Row:
     gen_cpu_s: float | None = None
     cpu_busy_s: dict[str, float] = field(default_factory=dict)  # per CPU, from /proc/stat
     switch_cycles_per_packet: float | None = None  # busy TSC cycles per packet, the switch's
-                                                   # own counters (sluiced), over the trial
+                                                   # own counters: the median of cost's own_cpp
+    # Cost per packet (cost.py), per window (alternating) or second (interleaved) of this
+    # row: own_cpp (the switch's own busy cycles per packet, one per reading), own_source,
+    # proc_nspp and proc_cpp (its forwarding threads' CPU ns and TSC cycles per frame the
+    # sink received, from /proc), proc_threads, tsc_hz, and own_ratio / proc_ratio (this
+    # switch's cost over ratio_vs's, window by window).
+    cost: dict[str, Any] = field(default_factory=dict)
     latency_ns: dict[str, float] = field(default_factory=dict)   # sluice-gen's histogram
     pairs: int = 1                 # NvsN: sender/receiver pairs at once
     size_label: str = ""           # "imix" when size is the mean of sluice-gen's IMIX

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sluice.bench.arrange import Poller
+from sluice.bench.cost import Meter
 
 # Why no switch runs jumbo frames over memif: DPDK 22.11's memif driver, which sluice-gen
 # and the switches share, chains a 9000 B frame over 2 KB buffers, and at full rate here
@@ -202,9 +203,11 @@ class Switch(ABC):
     def stop(self) -> None:
         """Stops every process and removes everything start() made (idempotent)."""
 
-    def cycles(self) -> tuple[int, int] | None:
-        """(busy TSC cycles, packets) of the forwarding threads so far, from the switch's
-        own counters; None when it has none (only sluiced reports them)."""
+    def cost_meter(self) -> Meter | None:
+        """The switch's own cycle counters for cost per packet (cost.py: busy TSC cycles of
+        its forwarding threads and the packets they received, read without stopping it);
+        None when it has none. Its forwarding threads' CPU time is read from /proc for
+        every switch alike."""
         return None
 
     def port_counters(self) -> dict[str, dict[str, Any]] | None:

@@ -30,6 +30,8 @@ class Basicfwd(Testpmd):
     modes = ("fwd",)
     ready = READY
     stop_signal = signal.SIGTERM
+    # No prompt and no cycle counters: its cost is the /proc cross-check alone.
+    interactive = False
 
     def __init__(self, ctx: Context, mode: str) -> None:
         super().__init__(ctx, mode)

@@ -27,6 +27,7 @@ from typing import Any
 
 from sluice.bench import procs, rules
 from sluice.bench.arrange import Poller
+from sluice.bench.cost import Meter
 from sluice.bench.switches import ovsdb
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 
@@ -184,6 +185,9 @@ class OvsDpdk(Switch):
     def proc(self) -> subprocess.Popen[bytes] | None:
         """vswitchd's process (its exit status names a crash in the run's restarts)."""
         return self.ovs.vswitchd
+
+    def cost_meter(self) -> Meter | None:
+        return self.ovs.cost_meter()
 
     def version(self) -> str:
         return ovsdb.version(VSWITCHD)

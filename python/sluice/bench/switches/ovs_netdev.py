@@ -26,6 +26,7 @@ from typing import Any
 
 from sluice.bench import rules
 from sluice.bench.arrange import Poller
+from sluice.bench.cost import Meter
 from sluice.bench.switches import ovsdb
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 
@@ -131,6 +132,9 @@ class OvsNetdev(Switch):
         if self.topology is None:
             return None
         return self.ovs.port_counters([link.name for link in self.topology.links])
+
+    def cost_meter(self) -> Meter | None:
+        return self.ovs.cost_meter()
 
     def version(self) -> str:
         return ovsdb.version(VSWITCHD) + " (userspace datapath, no DPDK)"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sluice.bench import procs, rules
+from sluice.bench.cost import ClearingMeter
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 TOOLS = ("ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl")
@@ -81,9 +82,28 @@ class PrivateOvs:
 
     def appctl(self, *args: str) -> str:
         """ovs-appctl against the private vswitchd ('' when it does not answer)."""
-        r = subprocess.run(["ovs-appctl", "-T", "10", "-t", str(self.dir / "vswitchd.ctl"),
-                            *args], capture_output=True, text=True, timeout=20, check=False)
-        return r.stdout
+        return self.appctl_answer(*args) or ""
+
+    def appctl_answer(self, *args: str, timeout: float = 10.0) -> str | None:
+        """ovs-appctl's output, None when vswitchd did not answer or refused."""
+        try:
+            r = subprocess.run(["ovs-appctl", "-T", str(int(timeout)), "-t",
+                                str(self.dir / "vswitchd.ctl"), *args], capture_output=True,
+                               text=True, timeout=timeout + 10, check=False)
+        except subprocess.TimeoutExpired:
+            return None
+        return r.stdout if r.returncode == 0 else None
+
+    def cost_meter(self) -> ClearingMeter:
+        """The PMD threads' own cycles per packet (cost.py): `dpif-netdev/pmd-stats-clear`
+        when a reading begins, `dpif-netdev/pmd-perf-show` when it ends. vswitchd's main
+        thread answers (on the generator's CPU); a PMD clears its counters at its next
+        iteration."""
+        return ClearingMeter(
+            "OVS dpif-netdev/pmd-perf-show: PMD busy cycles / packets received",
+            lambda: self.appctl_answer("dpif-netdev/pmd-stats-clear", timeout=2) is not None,
+            lambda: parse_pmd_perf(self.appctl_answer("dpif-netdev/pmd-perf-show",
+                                                      timeout=2) or ""))
 
     def start_db(self, ctl_cpu: int, other_config: Sequence[str]) -> None:
         """A fresh database and its server on CTL_CPU; OTHER_CONFIG (key=value) set."""
@@ -221,3 +241,37 @@ def parse_dump_ports(text: str) -> dict[str, dict[str, int | None]]:
 def _num(fields: dict[str, str], key: str) -> int | None:
     v = fields.get(key)
     return None if v is None or v == "?" else int(v)
+
+
+_PMD = re.compile(r"^pmd thread numa_id \d+ core_id \d+:", re.M)
+# OVS 3.1: "- Used TSC cycles: N (x % of total cycles)", "- busy iterations: N (y % of used
+# cycles)"; later releases: "Cycles: N (x GHz)", "- busy: N (y % cycles)". Both: "Rx packets:
+# N (K Kpps, C cycles/pkt)", C being busy cycles over packets.
+_USED = re.compile(r"^\s*(?:- Used TSC cycles|Cycles):\s+(\d+)", re.M)
+_BUSY = re.compile(r"^\s*- busy(?: iterations)?:\s+\d+\s+\(\s*([0-9.]+) %", re.M)
+_RX_PKTS = re.compile(r"^\s*Rx packets:\s+(\d+)(?:\s+\([0-9.]+ Kpps, ([0-9.]+) cycles/pkt\))?",
+                      re.M)
+
+
+def parse_pmd_perf(text: str) -> tuple[float, int] | None:
+    """(busy cycles, packets received) summed over the PMD threads of a
+    `dpif-netdev/pmd-perf-show` answer; None when it shows no PMD thread. Busy cycles are
+    the used cycles times the busy share (printed to 0.1 %), else OVS's own cycles/pkt
+    (printed to the cycle) times the packets."""
+    starts = [m.start() for m in _PMD.finditer(text)]
+    if not starts:
+        return None
+    busy, pkts = 0.0, 0
+    for a, b in zip(starts, [*starts[1:], len(text)], strict=True):
+        part = text[a:b]
+        rx = _RX_PKTS.search(part)
+        if rx is None:
+            return None
+        n = int(rx.group(1))
+        used, share = _USED.search(part), _BUSY.search(part)
+        if used and share:
+            busy += int(used.group(1)) * float(share.group(1)) / 100
+        elif rx.group(2):
+            busy += float(rx.group(2)) * n
+        pkts += n
+    return busy, pkts

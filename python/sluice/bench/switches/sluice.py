@@ -11,7 +11,9 @@ The worker is pinned to the switch CPU, the control thread to
 the generator's CPU, where it sleeps on its socket. The worker busy-polls
 (`--idle-sleep-us 0`) as its peers do; the variants `patch+idle` and `learn+idle` (named
 only, never run by a bare `sluice`) keep the daemon's default adaptive idle sleep, for
-`sluice-bench idle`. The variant `vxlan` (named only) sends every pair through a VXLAN
+`sluice-bench idle`. The variant `patch+fast` (named only) makes its vhost-user ports with
+`fast=1`, sluiced's one-copy path between guests (docs/design.md, "One copy between VMs").
+The variant `vxlan` (named only) sends every pair through a VXLAN
 tunnel and back: A is patched to vxlan port vxaN, which encapsulates onto a ring port (a
 loopback: what is sent on it comes back in), where vxlan port vxbN (the tunnel's other end,
 addresses swapped) decapsulates, patched to B; each frame is encapsulated and decapsulated
@@ -27,11 +29,13 @@ from typing import Any
 
 from sluice.bench import flowctl, procs, program, rules
 from sluice.bench.arrange import Poller
+from sluice.bench.cost import CumulativeMeter, Meter
 from sluice.bench.switches.base import Context, Link, Switch, Topology
 from sluice.rpc import RpcClient, RpcError
 
 BRIDGE = "bench"
 IDLE_SUFFIX = "+idle"     # a variant that keeps sluiced's default idle sleep
+FAST_SUFFIX = "+fast"     # a variant whose vhost-user ports take the one-copy path
 VXLAN_NEXT_HOP = "02:00:00:00:ff:01"     # vxlan mode: the outer destination MAC
 
 
@@ -46,7 +50,7 @@ class Sluice(Switch):
     name = "sluice"
     learning_modes = ("learn", "learn+idle", "flow-normal")
     modes = ("patch", "learn", "flow", "flow-normal")
-    variants = ("patch+idle", "learn+idle", "vxlan")
+    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast")
     flooding_modes = ("learn", "learn+idle", "flow-normal")
     # Ports get mtu= (Context.extra["mtu"]) when the run has jumbo sizes; vhost-user chains
     # 2 KB buffers. Not memif (base.JUMBO_NOT_MEMIF); veths keep the kernel's 1500 B MTU.
@@ -59,8 +63,9 @@ class Sluice(Switch):
         self.socket = ctx.work / "sluiced.sock"
         self.log = ctx.work / "sluiced.log"
         # The forwarding mode (patch, learn) and whether the worker sleeps when idle.
-        self.fwd_mode = mode.removesuffix(IDLE_SUFFIX)
+        self.fwd_mode = mode.removesuffix(IDLE_SUFFIX).removesuffix(FAST_SUFFIX)
         self.idle_sleep = mode.endswith(IDLE_SUFFIX)
+        self.vhost_fast = mode.endswith(FAST_SUFFIX)
         # The daemon's forwarding function: flow-normal is a flow switch too.
         self.daemon_mode = ("flow" if self.fwd_mode.startswith("flow") else
                             "patch" if self.fwd_mode == "vxlan" else self.fwd_mode)
@@ -76,7 +81,8 @@ class Sluice(Switch):
         # (docs/ports.md, "MTU and jumbo frames"); the check costs smaller frames nothing.
         mtu = f",mtu={self.ctx.extra['mtu']}" if "mtu" in self.ctx.extra else ""
         if link.kind == "vhost":
-            return f"vhost-user:server,path={link.path}{mtu}"
+            fast = ",fast=1" if self.vhost_fast else ""
+            return f"vhost-user:server,path={link.path}{mtu}{fast}"
         if link.kind == "memif":
             return f"memif:role=server,socket={link.path}{mtu}"
         return f"{driver}:iface={link.iface}"
@@ -179,7 +185,10 @@ class Sluice(Switch):
             return ("sluiced vxlan: each pair's ends patched to the two ends of a VXLAN tunnel "
                     f"over a ring loopback (encapsulated and decapsulated once); {poll}")
         if self.fwd_mode == "patch":
-            return f"sluiced patch: each pair of ports cross-connected (sluicectl patch); {poll}"
+            fast = (", vhost-user ports with fast=1 (one copy between guests)"
+                    if self.vhost_fast else "")
+            return (f"sluiced patch: each pair of ports cross-connected (sluicectl patch)"
+                    f"{fast}; {poll}")
         if self.daemon_mode == "flow":
             how = ("one rule actions=normal (the flow switch's learning bridge)"
                    if self.fwd_mode == "flow-normal" else
@@ -190,14 +199,21 @@ class Sluice(Switch):
             return f"sluiced flow: {how}{acl}; {poll}"
         return f"sluiced learn: all ports in one learning bridge (MAC learning, flooding); {poll}"
 
-    def cycles(self) -> tuple[int, int] | None:
+    def worker_cycles(self) -> tuple[float, int] | None:
+        """Busy TSC cycles and packets received of all workers so far (`stats`)."""
         try:
             with RpcClient(str(self.socket), timeout=5) as rpc:
                 workers = rpc.call("stats").get("workers", [])
         except (OSError, RpcError):
             return None
-        return (sum(int(w["busy_cycles"]) for w in workers),
+        return (float(sum(int(w["busy_cycles"]) for w in workers)),
                 sum(int(w["packets"]) for w in workers))
+
+    def cost_meter(self) -> Meter | None:
+        # A worker counts the TSC cycles of each pass that received something (its receive
+        # bursts, the forwarding function, the transmit bursts), not those of empty passes.
+        return CumulativeMeter("sluiced stats: worker busy cycles / packets received",
+                               self.worker_cycles)
 
     def port_counters(self) -> dict[str, dict[str, Any]] | None:
         """sluiced's per-port counters (`stats`): rx, tx, the input port's drops by reason

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from sluice.bench import procs, rules
 from sluice.bench.arrange import Poller
+from sluice.bench.cost import ClearingMeter, Meter
 from sluice.bench.switches.base import Context, Link, Switch, Topology, which
 
 BD_ID = 1
@@ -236,6 +237,41 @@ def quiet_answer(out: str, names: list[str]) -> bool:
             or out.startswith("ACL index:"))
 
 
+# `show runtime` (vlib/node_cli.c): per thread a "Thread N NAME (lcore C)" line (only when
+# VPP has workers), then one line per node: name, state, calls, vectors, suspends, clocks
+# (per vector where the node had vectors, else per call, else per suspend) and vectors per
+# call. Input nodes' states are "polling", "interrupt wait" or "disabled"; internal nodes
+# are "active"; processes wait ("event wait", "any wait", "time wait") or are "done".
+_THREAD = re.compile(r"^Thread \d+ (\S+)", re.M)
+_NODE = re.compile(r"^(\S+)\s+(active|polling|disabled|interrupt wait|event wait|any wait|"
+                   r"time wait|done)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+(?:e[+-]?\d+)?)\s+"
+                   r"[0-9.]+\s*$", re.M)
+INPUT_STATES = ("polling", "interrupt wait")
+
+
+def parse_show_runtime(text: str) -> tuple[float, int] | None:
+    """(clocks, packets) of VPP's workers from a `show runtime` answer: every node's clocks
+    (its clocks column times its vectors, else its calls, else its suspends) and the
+    vectors of its input nodes, summed over the threads named vpp_wk_* (all of the answer
+    when VPP runs no worker). The input node's clocks include its empty polls, so this is
+    the worker's whole time in nodes per packet, not only its busy time. None when no node
+    line is found."""
+    heads = list(_THREAD.finditer(text))
+    parts = ([text[m.end():(heads[i + 1].start() if i + 1 < len(heads) else len(text))]
+              for i, m in enumerate(heads) if m.group(1).startswith("vpp_wk_")]
+             if heads else [text])
+    clocks, pkts, seen = 0.0, 0, False
+    for part in parts:
+        for m in _NODE.finditer(part):
+            seen = True
+            state = m.group(2)
+            calls, vectors, suspends = int(m.group(3)), int(m.group(4)), int(m.group(5))
+            clocks += float(m.group(6)) * (vectors or calls or suspends)
+            if state in INPUT_STATES:
+                pkts += vectors
+    return (clocks, pkts) if seen else None
+
+
 class Vpp(Switch):
     """FD.io VPP: an L2 bridge domain with learning, or l2 xconnect pairs."""
 
@@ -371,6 +407,23 @@ class Vpp(Switch):
                     f"rules over {self.acl_masks} masks, then permit-all; {threads}")
         return (f"VPP l2 xconnect: each pair of ports cross-connected both ways, no lookup; "
                 f"{threads}")
+
+    def cost_meter(self) -> Meter | None:
+        # Not run here yet (no VPP on this machine): written from VPP's CLI code and docs.
+        def clear() -> bool:
+            try:
+                return self.vppctl("clear runtime", timeout=2).strip() == ""
+            except (RuntimeError, subprocess.TimeoutExpired, OSError):
+                return False
+
+        def read() -> tuple[float, int] | None:
+            try:
+                return parse_show_runtime(ANSI.sub("", self.vppctl("show runtime", timeout=2)))
+            except (RuntimeError, subprocess.TimeoutExpired, OSError):
+                return None
+
+        return ClearingMeter("VPP show runtime: worker node clocks (with empty polls) / "
+                             "input vectors", clear, read)
 
     def save_counters(self) -> None:
         """Writes VPP's own counters (interfaces, errors, per-node runtime) to

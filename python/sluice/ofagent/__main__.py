@@ -1,0 +1,5 @@
+import sys
+
+from sluice.ofagent.agent import main
+
+sys.exit(main())

@@ -1,0 +1,113 @@
+"""sluice-gen's fast paths (docs/gen.md, SPEED): prebuilt and reference-counted frames, the
+sink that counts without reading (--check none), and that each still counts every frame: the
+generator's accepted frames equal what the switch and the sink see."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from gen_helpers import GEN, memif_pair, run_gen
+from scapy.all import IP, UDP, rdpcap  # type: ignore
+
+from conftest import Daemon
+
+MAGIC = 0x51CE
+
+
+def port_totals(res: dict) -> tuple[list[int], list[int]]:
+    """Each --port's ethdev tx and rx over the whole run."""
+    return [p["tx"] for p in res["port_stats"]], [p["rx"] for p in res["port_stats"]]
+
+
+@pytest.mark.parametrize("frames", ["prebuilt", "refcnt", "copy"])
+def test_count_only_sink_loses_nothing_silently(workdir: Path, frames: str) -> None:
+    res, _ = run_gen(workdir, [*memif_pair(workdir, f"c{frames}"), "--bidir", "--rate", "1Mpps",
+                               "--check", "none", "--tx-frames", frames, "--duration", "1.5",
+                               "--warmup", "0.3"])
+    assert res["tx_frames"] == frames
+    assert res["checked"] == {"seq": False, "latency": False}
+    tx, rx = port_totals(res)
+    # Whole-run loss: what each port accepted less what its peer received.
+    assert tx[0] == rx[1] and tx[1] == rx[0] and res["lost"] == 0, res["port_stats"]
+    assert res["tx_packets"] > 1_000_000       # 2 x 1.2 s at 1 Mpps, less a busy machine's share
+    # Unstamped frames count by arrival time: the interval's rx is within a burst or two.
+    assert abs(res["rx_packets"] - res["tx_packets"]) <= 4 * 32
+    assert res["latency_ns"]["count"] == 0 and res["duplicated"] == 0
+    assert res["rx_sizes"] == {"64": res["rx_packets"]}
+    assert 0 < res["busy_fraction"] <= 1 and res["busy_cycles_per_frame"] > 0
+
+
+@pytest.mark.parametrize("check", ["all", "seq", "latency"])
+def test_prebuilt_frames_keep_their_stamps(workdir: Path, check: str) -> None:
+    """Prebuilt buffers come back and go out again: sequence numbers and timestamps are
+    still each frame's own (no gaps, no duplicates), and loss still per interval."""
+    res, _ = run_gen(workdir, [*memif_pair(workdir, f"s{check}"), "--rate", "2Mpps",
+                               "--check", check, "--flows", "5", "--duration", "1.5",
+                               "--warmup", "0.3", "--rx-burst", "64"])
+    assert res["tx_frames"] == "prebuilt" and res["options"]["rx_burst"] == 64
+    assert res["rx_packets"] == res["tx_packets"] > 2_000_000 and res["lost"] == 0
+    assert res["duplicated"] == 0 and res["reordered"] == 0 and res["foreign"] == 0
+    assert (res["latency_ns"]["count"] > 0) == (check != "seq")
+
+
+@pytest.mark.parametrize("check", ["all", "none"])
+def test_prebuilt_frames_on_the_wire(workdir: Path, check: str) -> None:
+    """What leaves a prebuilt stream, read back from a pcap: every flow's 5-tuple, our
+    payload, and a sequence number per frame only when stamped."""
+    out = workdir / f"wire-{check}.pcap"
+    res, _ = run_gen(workdir, ["--role", "tx", "--port", f"pcap:tx={out}", "--rate", "20k",
+                               "--flows", "3", "--vary", "ip", "--check", check,
+                               "--duration", "0.5"])
+    assert res["tx_frames"] == "prebuilt"
+    frames = rdpcap(str(out))
+    assert len(frames) == res["port_stats"][0]["tx"] > 100
+    seqs = []
+    for k, f in enumerate(frames):
+        assert len(f) == 60 and f[IP].src == f"10.0.0.{1 + k % 3}" and f[UDP].dport == 1024
+        magic, stream, _flags, seq = struct.unpack("<HBBI", bytes(f[UDP].payload)[:8])
+        assert magic == MAGIC and stream == 0
+        seqs.append(seq)
+    assert seqs == (list(range(len(frames))) if check == "all" else [0] * len(frames))
+
+
+def test_count_only_through_the_switch(daemon: Daemon, workdir: Path) -> None:
+    """Nothing lost silently: the generator's accepted frames are what the switch received,
+    and what the switch sent is what the count-only sink counted."""
+    daemon.call("add-switch", name="br0")
+    for p in ("in", "out"):
+        daemon.call("add-port", switch="br0", name=p,
+                    spec=f"vhost-user:server,path={workdir}/q{p}.sock")
+    daemon.call("patch", switch="br0", port1="in", port2="out")
+    res, _ = run_gen(workdir, ["--port", f"virtio-user:path={workdir}/qin.sock",
+                               "--port", f"virtio-user:path={workdir}/qout.sock",
+                               "--rate", "200k", "--check", "none", "--duration", "2"])
+    stats = daemon.port_stats("br0")
+    tx, rx = port_totals(res)
+    assert tx[0] > 100_000       # 200 kpps for 2 s, less what a busy machine takes
+    assert stats["in"]["rx_packets"] == tx[0]
+    assert stats["out"]["tx_packets"] == rx[1]
+    assert res["lost"] == tx[0] - rx[1], (res["lost"], stats)
+
+
+@pytest.mark.parametrize("args,what,code", [
+    (["--check", "none", "--role", "ping"], "latency", 2),
+    (["--check", "sometimes"], "--check", 2),
+    (["--tx-frames", "magic"], "--tx-frames", 2),
+    (["--rx-burst", "0"], "--rx-burst", 2),
+    (["--tx-frames", "refcnt"], "constant frames", 1),
+    (["--tx-frames", "prebuilt", "--size", "64,128"], "one --size", 1),
+])
+def test_bad_speed_options(args: list[str], what: str, code: int) -> None:
+    r = subprocess.run([str(GEN), "--port", "null", "--duration", "0.2", *args],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == code and what in r.stderr, r.stderr
+
+
+def test_alternate_needs_stamps(workdir: Path) -> None:
+    r = subprocess.run([str(GEN), *memif_pair(workdir, "a1"), *memif_pair(workdir, "a2"),
+                        "--alternate", "4242,4343", "--check", "none"], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 2 and "--alternate" in r.stderr, r.stderr

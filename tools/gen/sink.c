@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sluice-gen's sinks: what arrives on the receiving ports, counted per stream (sequence,
+ * duplicates, reordering, latency), per --sink-port in a fan-out, and stray frames on
+ * the sending ports.
+ */
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_udp.h>
+
+#include "gen.h"
+
+static bool seen_test_and_set(struct sink *k, uint64_t seq)
+{
+	uint64_t *w = &k->seen[(seq / 64) % (SEEN_BITS / 64)], bit = UINT64_C(1) << (seq % 64);
+	bool was = (*w & bit) != 0;
+
+	*w |= bit;
+	return was;
+}
+
+static void seen_clear(struct sink *k, uint64_t seq)
+{
+	k->seen[(seq / 64) % (SEEN_BITS / 64)] &= ~(UINT64_C(1) << (seq % 64));
+}
+
+/* Sequence bookkeeping for one frame: loss by gaps, duplicates, reordering. */
+static void track_sequence(struct sink *k, uint32_t seq32)
+{
+	uint64_t seq = k->expect + (uint64_t)(int64_t)(int32_t)(seq32 - (uint32_t)k->expect), s;
+
+	if (!k->active) {
+		k->active = true;
+		seq = seq32;
+		k->expect = seq;
+	}
+	if (seq >= k->expect) {
+		for (s = k->expect; s < seq && s < k->expect + SEEN_BITS; s++)
+			seen_clear(k, s);
+		k->gap_lost += seq - k->expect;
+		seen_clear(k, seq);
+		seen_test_and_set(k, seq);
+		k->expect = seq + 1;
+	} else if (k->expect - seq > SEEN_BITS) {
+		k->reordered++;                   /* too old to tell a duplicate */
+	} else if (seen_test_and_set(k, seq)) {
+		k->duplicated++;
+	} else {
+		k->reordered++;                   /* counted lost when a later frame came */
+		k->gap_lost--;
+	}
+}
+
+/* M's payload, or NULL (counted as foreign) when M is not one of our frames. */
+static const struct traffic_payload *our_payload(struct gen *g, const struct rte_mbuf *m)
+{
+	const struct traffic_payload *pl;
+
+	if (m->data_len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
+		g->foreign++;
+		return NULL;
+	}
+	pl = rte_pktmbuf_mtod_offset(m, const struct traffic_payload *, TRAFFIC_HDR_LEN);
+	if (pl->magic != TRAFFIC_MAGIC) {
+		g->foreign++;
+		return NULL;
+	}
+	return pl;
+}
+
+/* One arrival of frame M (payload PL) at K: sequence, and in the interval bytes and latency. */
+static void count_arrival(struct gen *g, struct sink *k, const struct traffic_payload *pl,
+			  const struct rte_mbuf *m, uint64_t now_tsc)
+{
+	k->rx_packets++;
+	if (g->o.check_seq)
+		track_sequence(k, pl->seq);
+	if (pl->flags & TRAFFIC_MEASURED) {
+		k->rx_measured++;
+		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
+		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
+		if (g->o.check_latency && now_tsc > pl->tsc)
+			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
+							    g->ns_per_tsc));
+	}
+}
+
+static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
+{
+	const struct traffic_payload *pl = our_payload(g, m);
+
+	if (pl == NULL)
+		return;
+	/* Latency is one-way when sender and sink share the host's TSC (same process or host). */
+	count_arrival(g, &g->sinks[pl->stream], pl, m, now_tsc);
+	if (g->alternating)
+		alt_count(&g->alt, pl->stream, pl->tsc);
+}
+
+/* --touch: every byte of every segment read into the checksum, as an application would. */
+void sink_touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n)
+{
+	const struct rte_mbuf *seg;
+	uint16_t i;
+
+	for (i = 0; i < n; i++)
+		for (seg = m[i]; seg != NULL; seg = seg->next) {
+			g->touch_sum += load_touch(rte_pktmbuf_mtod(seg, const uint8_t *),
+						   seg->data_len);
+			g->touch_bytes += seg->data_len;
+		}
+	g->touch_frames += n;
+}
+
+/*
+ * --check none: the burst's N frames counted for K without reading them (their buffers'
+ * lengths only, in the descriptor the port just wrote): in the measured interval when they
+ * arrive inside it, since they carry no flag.
+ */
+static void count_burst(struct gen *g, struct sink *k, struct rte_mbuf **m, uint16_t n,
+			uint64_t now_tsc)
+{
+	uint32_t len, first = m[0]->pkt_len + RTE_ETHER_CRC_LEN;
+	uint64_t bytes = 0;
+	bool same = true;
+	uint16_t i;
+
+	k->rx_packets += n;
+	if (!in_measurement(g, now_tsc))
+		return;
+	for (i = 0; i < n; i++) {
+		len = m[i]->pkt_len + RTE_ETHER_CRC_LEN;
+		bytes += len;
+		same &= len == first;
+	}
+	/* One size a burst (the usual case): one add, not a chain of adds to one counter. */
+	if (same)
+		g->rx_by_size[RTE_MIN(first, (uint32_t)TRAFFIC_MAX_FRAME)] += n;
+	for (i = 0; !same && i < n; i++)
+		g->rx_by_size[RTE_MIN(m[i]->pkt_len + RTE_ETHER_CRC_LEN,
+				      (uint32_t)TRAFFIC_MAX_FRAME)]++;
+	k->rx_measured += n;
+	k->rx_bytes_measured += bytes;
+}
+
+/* The payloads of a burst, asked for together before any is read. */
+static void prefetch_payloads(struct rte_mbuf **m, uint16_t n)
+{
+	uint16_t i;
+
+	for (i = 0; i < n; i++)
+		rte_prefetch0(rte_pktmbuf_mtod_offset(m[i], void *, TRAFFIC_HDR_LEN));
+}
+
+uint16_t sink_burst(struct gen *g, unsigned int index)
+{
+	struct rte_mbuf *m[GEN_MAX_BURST];
+	uint16_t n = rx_burst_all(g, g->sink_ports[index], m, g->o.rx_burst), i;
+	uint64_t tsc;
+
+	if (n == 0)
+		return 0;
+	tsc = rte_rdtsc();
+	if (g->o.touch)
+		sink_touch_frames(g, m, n);
+	if (!gen_stamped(&g->o)) {
+		count_burst(g, &g->sinks[g->sink_stream[index]], m, n, tsc);
+	} else {
+		prefetch_payloads(m, n);
+		for (i = 0; i < n; i++)
+			sink_frame(g, m[i], tsc);
+	}
+	rte_pktmbuf_free_bulk(m, n);
+	return n;
+}
+
+/*
+ * A --sink-port's burst. Each sink port has its own sequence bookkeeping, since every one
+ * of them receives the same frames (a flood's copies): loss, duplicates and reordering are
+ * per sink. Frames of any stream but 0, the one sender, are foreign here.
+ */
+uint16_t sink_fanout_burst(struct gen *g, unsigned int sink)
+{
+	struct rte_mbuf *m[GEN_MAX_BURST];
+	uint16_t n = rx_burst_all(g, g->fanout_ports[sink], m, g->o.rx_burst), i;
+	const struct traffic_payload *pl;
+	uint64_t tsc;
+
+	if (n == 0)
+		return 0;
+	tsc = rte_rdtsc();
+	if (g->o.touch)
+		sink_touch_frames(g, m, n);
+	if (!gen_stamped(&g->o)) {
+		count_burst(g, &g->fanout[sink], m, n, tsc);
+		rte_pktmbuf_free_bulk(m, n);
+		return n;
+	}
+	prefetch_payloads(m, n);
+	for (i = 0; i < n; i++) {
+		pl = our_payload(g, m[i]);
+		if (pl == NULL)
+			continue;
+		if (pl->stream != 0)
+			g->foreign++;
+		else
+			count_arrival(g, &g->fanout[sink], pl, m[i], tsc);
+	}
+	rte_pktmbuf_free_bulk(m, n);
+	return n;
+}
+
+/*
+ * Frames that come back on a sending port (a switch that floods, or a peer that talks) are
+ * freed and counted as stray, so they never pile up in a ring. Polled seldom (every 64
+ * passes), so a generator at full speed pays nearly nothing for it.
+ */
+void sink_drain_senders(struct gen *g)
+{
+	struct rte_mbuf *m[GEN_BURST];
+	unsigned int i;
+	uint16_t n;
+
+	if (g->o.role != ROLE_TXRX || g->o.bidir ||
+	    (g->o.n_ports < 2 && g->o.n_sink_specs == 0))
+		return;
+	for (i = 0; i < g->n_senders; i++) {
+		n = rx_burst_all(g, g->senders[i].tx, m, GEN_BURST);
+		if (n > 0)
+			rte_pktmbuf_free_bulk(m, n);
+		g->stray += n;
+	}
+}
+
