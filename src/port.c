@@ -834,20 +834,32 @@ void port_destroy(struct port *p)
 }
 
 /*
+ * Longest the control thread spends reading one worker's counters of one port. A burst
+ * lasts microseconds, but a worker that shares its CPU can be preempted in one for
+ * milliseconds, and a saturated worker (bursts back to back: its sequence is odd nearly all
+ * the time) leaves the reader few chances to catch it between two.
+ */
+#define PORT_COUNTERS_WAIT_MS 100
+
+/*
  * Worker W's counters of P, read between two of its bursts (worker.h), so that they satisfy
- * rx = forwarded + dropped. A few tries suffice: a burst lasts microseconds; a worker stuck
- * in one is read as it is rather than waited for.
+ * rx = forwarded + dropped. The wait for a quiet moment is bounded in total, not per try:
+ * each try used to wait up to 100 ms and a hundred tries were allowed, so a saturated or
+ * stuck worker held the control thread 10 s per port and per worker; a stats call on a
+ * few ports then went unanswered for a minute and SIGTERM (read by the same thread) with
+ * it. After the deadline the counters are read as they are.
  */
 static void read_worker_counters(const struct port *p, unsigned int w, struct port_totals *t)
 {
-	unsigned int tries = 0;
+	const uint64_t give_up = rte_get_timer_cycles() +
+				 rte_get_timer_hz() / 1000 * PORT_COUNTERS_WAIT_MS;
 	uint32_t seq;
 
 	do {
-		seq = wk_counters_begin(w);
+		seq = wk_counters_begin(w, give_up);
 		memset(t, 0, sizeof(*t));
 		stats_accumulate(t, &p->counters[w]);
-	} while (wk_counters_changed(w, seq) && ++tries < 100);
+	} while (wk_counters_changed(w, seq) && rte_get_timer_cycles() < give_up);
 }
 
 static void read_counters(const struct port *p, struct port_totals *t)

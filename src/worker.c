@@ -1210,18 +1210,10 @@ void wk_read_stats(unsigned int id, struct wk_stats *st)
 	st->rx_queues = w->plan->n;
 }
 
-/*
- * Longest a reader waits for a worker to finish its burst. A burst lasts microseconds, but a
- * worker that shares its CPU can be preempted in one for milliseconds; a worker stuck in one
- * is not waited for longer (its counters are read as they are).
- */
-#define WK_COUNTERS_WAIT_MS 100
-
-uint32_t wk_counters_begin(unsigned int id)
+uint32_t wk_counters_begin(unsigned int id, uint64_t give_up)
 {
 	const struct worker *w = workers[id];
-	uint64_t hz = rte_get_timer_hz(), now = rte_get_timer_cycles();
-	uint64_t spin_until = now + hz / 10000, give_up = now + hz / 1000 * WK_COUNTERS_WAIT_MS;
+	uint64_t now = rte_get_timer_cycles(), spin_until = now + rte_get_timer_hz() / 10000;
 	uint32_t seq;
 
 	while (((seq = __atomic_load_n(&w->burst_seq, __ATOMIC_RELAXED)) & 1) != 0 &&

@@ -99,11 +99,12 @@ void wk_read_stats(unsigned int id, struct wk_stats *st);
 
 /*
  * Reading worker ID's counters between its bursts, a seqlock:
- *	do { seq = wk_counters_begin(id); read; } while (wk_counters_changed(id, seq));
- * begin() waits up to 100 ms for a burst in progress to end (a worker stuck in a
- * burst is read as it is). Counters read so satisfy rx = forwarded + dropped per port.
+ *	do { seq = wk_counters_begin(id, give_up); read; } while (wk_counters_changed(id, seq));
+ * begin() waits for a burst in progress to end until GIVE_UP (rte_get_timer_cycles()),
+ * then returns as it is (a worker stuck in a burst is read as it is). Counters read so
+ * satisfy rx = forwarded + dropped per port.
  */
-uint32_t wk_counters_begin(unsigned int id);
+uint32_t wk_counters_begin(unsigned int id, uint64_t give_up);
 bool wk_counters_changed(unsigned int id, uint32_t seq);
 
 #endif
