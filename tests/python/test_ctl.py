@@ -150,6 +150,13 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
      {"switch": "br2", "datapath_id": "0xa1"}),
     (["set-fail-mode", "br2", "standalone"], "set-fail-mode",
      {"switch": "br2", "mode": "standalone"}),
+    (["show-rxqs"], "show-rxqs", {}),
+    (["show-rxqs", "vm1"], "show-rxqs", {"port": "vm1"}),
+    (["set-rxq", "vm1", "1", "0", "--pin"], "set-rxq",
+     {"port": "vm1", "queue": 1, "worker": 0, "pin": True}),
+    (["rebalance", "--dry-run"], "rebalance", {"dry_run": True}),
+    (["set-rebalance", "auto=yes", "interval=10"], "set-rebalance",
+     {"auto": True, "interval": 10}),
 ]
 
 
@@ -181,7 +188,7 @@ def test_every_verb_has_a_request_test() -> None:
         "add-group", "mod-group", "del-groups", "dump-groups", "add-meter", "mod-meter",
         "del-meters", "dump-meters", "trace", "packet-ins", "flows-removed",
         "set-controller", "del-controller", "get-controller", "set-datapath-id",
-        "set-fail-mode"}
+        "set-fail-mode", "show-rxqs", "set-rxq", "rebalance", "set-rebalance"}
 
 
 @pytest.mark.parametrize("argv", [
