@@ -259,6 +259,9 @@ static void note_removed(struct flow *F, const struct flow_rule *r, const char *
 	rec->packets = t.packets;
 	rec->bytes = t.bytes;
 	rec->duration = (double)(rte_rdtsc() - r->created_tsc) / (double)F->hz;
+	rec->cookie = r->cookie;
+	rec->idle_timeout = r->idle_timeout;
+	rec->hard_timeout = r->hard_timeout;
 }
 
 static void remove_rule(struct flow *F, struct flow_rule *r)

@@ -972,11 +972,17 @@ json_t *fwd_flow_removed(void *state, unsigned int max)
 	while (F->removed_count > 0 && max-- > 0) {
 		struct removed_record *r = &F->removed[F->removed_head];
 
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:f}", "flow",
-						   r->text != NULL ? r->text : "?", "reason",
-						   r->reason, "packets", (json_int_t)r->packets,
-						   "bytes", (json_int_t)r->bytes, "duration",
-						   r->duration));
+		char cookie[24];
+
+		snprintf(cookie, sizeof(cookie), "0x%" PRIx64, r->cookie);
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:f, s:s, s:i, s:i}",
+						   "flow", r->text != NULL ? r->text : "?",
+						   "reason", r->reason, "packets",
+						   (json_int_t)r->packets, "bytes",
+						   (json_int_t)r->bytes, "duration", r->duration,
+						   "cookie", cookie, "idle_timeout",
+						   r->idle_timeout, "hard_timeout",
+						   r->hard_timeout));
 		free(r->text);
 		r->text = NULL;
 		F->removed_head = (F->removed_head + 1) % FLOW_REMOVED_KEEP;
