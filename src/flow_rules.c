@@ -259,6 +259,9 @@ static void note_removed(struct flow *F, const struct flow_rule *r, const char *
 	rec->packets = t.packets;
 	rec->bytes = t.bytes;
 	rec->duration = (double)(rte_rdtsc() - r->created_tsc) / (double)F->hz;
+	rec->cookie = r->cookie;
+	rec->idle_timeout = r->idle_timeout;
+	rec->hard_timeout = r->hard_timeout;
 }
 
 static void remove_rule(struct flow *F, struct flow_rule *r)
@@ -874,9 +877,11 @@ static int meter_share_profile(const struct flow_meter_spec *s, uint64_t num, ui
 	bool pps = s->flags & FLOW_METER_PKTPS;
 	uint64_t cir = pps ? s->rate : (uint64_t)s->rate * 1000 / 8;
 	uint64_t burst = s->burst != 0 ? s->burst : RTE_MAX(s->rate / 10, 1u);
+	/* In 128 bits: a byte rate times a share's bytes overflows 64 at high rates. */
 	struct rte_meter_srtcm_params params = {
-		.cir = RTE_MAX(cir * num / den, UINT64_C(1)),
-		.cbs = RTE_MAX((pps ? burst : burst * 1000 / 8) * num / den, UINT64_C(1)),
+		.cir = RTE_MAX((uint64_t)((unsigned __int128)cir * num / den), UINT64_C(1)),
+		.cbs = RTE_MAX((uint64_t)((unsigned __int128)(pps ? burst : burst * 1000 / 8) *
+					  num / den), UINT64_C(1)),
 		.ebs = 0,
 	};
 

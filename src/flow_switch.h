@@ -38,7 +38,9 @@
 #define FLOW_GROUP_DEPTH 8             /* groups calling groups */
 #define FLOW_PIN_RING 1024             /* packet-ins a worker may queue between two ticks */
 #define FLOW_PIN_KEEP 256              /* packet-ins kept for the control side to take */
-#define FLOW_PIN_BYTES 128             /* bytes of each kept (OpenFlow's default max_len) */
+/* Bytes of each packet-in kept: a whole standard frame, as OFPCML_NO_BUFFER (and a
+ * controller action without max_len) asks; a jumbo frame is cut, total_len tells. */
+#define FLOW_PIN_BYTES 2048
 #define FLOW_REMOVED_KEEP 1024         /* flow-removed records kept */
 #define FLOW_SAME_BYTES 128            /* frames this alike share a key */
 #define PROG_NOT_SIMPLE 0xffff
@@ -220,6 +222,8 @@ struct removed_record {
 	const char *reason;
 	uint64_t packets, bytes;
 	double duration;
+	uint64_t cookie;
+	uint16_t idle_timeout, hard_timeout;
 };
 
 struct flow {

@@ -639,11 +639,13 @@ static inline void run_program(struct flow_worker *w, unsigned int wid,
 /*
  * A burst whose first frame's program depends on the input port alone (header_free: rules
  * on in_port only, as a VNF chain's steering is) has that program for every frame: the
- * other frames are not looked at. True when the burst was decided so.
+ * other frames are not looked at. NULL when the burst was decided so; else the first
+ * frame's program (its key is in w->key[0]), which the frame-by-frame loop starts with.
  */
-static bool decide_by_port(struct flow *F, struct flow_worker *w, unsigned int wid,
-			   uint16_t in, uint32_t gen, struct rte_mbuf **pkts, uint16_t n,
-			   struct fwd_burst *fb)
+static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker *w,
+					      unsigned int wid, uint16_t in, uint32_t gen,
+					      struct rte_mbuf **pkts, uint16_t n,
+					      struct fwd_burst *fb)
 {
 	struct prog_run run = { 0 };
 	const struct flow_prog *p;
@@ -656,12 +658,12 @@ static bool decide_by_port(struct flow *F, struct flow_worker *w, unsigned int w
 	remember_headers(w, &w->key[0], pkts[0]);
 	p = find_program(F, w, wid, in, gen, 0, &run);
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
-		return false;   /* the frame-by-frame loop finds it again in the cache */
+		return p;
 	for (i = 0; i < n; i++)
 		bytes += pkts[i]->pkt_len;
 	count_prog(p, wid, n, bytes, w->tsc);
 	fb->uniform = p->simple;
-	return true;
+	return NULL;
 }
 
 /*
@@ -684,8 +686,9 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 
 	w->tsc = rte_rdtsc();
 	w->extra_max = (uint16_t)(FWD_MAX_BURST - n);
-	if (n > 0 && decide_by_port(F, w, wid, in, gen, pkts, n, fb))
+	if (n == 0 || (p = decide_by_port(F, w, wid, in, gen, pkts, n, fb)) == NULL)
 		return;
+	last_tun = w->key[0].tun_id;
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
@@ -695,9 +698,10 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		/* A frame with the headers (and tunnel id, from a vni=flow port) of the one
-		 * before it has its key and program. */
-		if (i == 0 || vxl_tun_id(m) != last_tun || !same_headers(w, m)) {
+		/* The first frame's program is decide_by_port()'s; a frame with the headers
+		 * (and tunnel id, from a vni=flow port) of the one before it has its key and
+		 * program. */
+		if (i > 0 && (vxl_tun_id(m) != last_tun || !same_headers(w, m))) {
 			flow_key_extract(rte_pktmbuf_mtod(m, const uint8_t *),
 					 rte_pktmbuf_data_len(m), in, &w->key[i]);
 			w->key[i].tun_id = last_tun = vxl_tun_id(m);
@@ -972,11 +976,17 @@ json_t *fwd_flow_removed(void *state, unsigned int max)
 	while (F->removed_count > 0 && max-- > 0) {
 		struct removed_record *r = &F->removed[F->removed_head];
 
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:f}", "flow",
-						   r->text != NULL ? r->text : "?", "reason",
-						   r->reason, "packets", (json_int_t)r->packets,
-						   "bytes", (json_int_t)r->bytes, "duration",
-						   r->duration));
+		char cookie[24];
+
+		snprintf(cookie, sizeof(cookie), "0x%" PRIx64, r->cookie);
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:f, s:s, s:i, s:i}",
+						   "flow", r->text != NULL ? r->text : "?",
+						   "reason", r->reason, "packets",
+						   (json_int_t)r->packets, "bytes",
+						   (json_int_t)r->bytes, "duration", r->duration,
+						   "cookie", cookie, "idle_timeout",
+						   r->idle_timeout, "hard_timeout",
+						   r->hard_timeout));
 		free(r->text);
 		r->text = NULL;
 		F->removed_head = (F->removed_head + 1) % FLOW_REMOVED_KEEP;

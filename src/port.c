@@ -447,6 +447,22 @@ static int probe_device(struct port *p, char *err, size_t err_len)
  * af_packet ports are sluice's own (port_afpacket.h): DPDK 22.11's net_af_packet drops the
  * kernel's checksum and segmentation state, so TCP from a namespace never arrived whole.
  */
+/*
+ * A port without an ethdev (af_packet, vhost-user fast=1) copies frames into mbufs a burst
+ * at a time: it reserves a burst's worth of the shared pool.
+ */
+static int reserve_burst_pool(struct port *p, char *err, size_t err_len)
+{
+	p->pool_need = FWD_MAX_BURST;
+	p->pool = pool_reserve(SOCKET_ID_ANY, p->pool_need);
+	if (p->pool == NULL) {
+		snprintf(err, err_len, "no memory for %u more packet buffers (hugepages "
+			 "exhausted?)", p->pool_need);
+		return -1;
+	}
+	return 0;
+}
+
 static int open_afpacket(struct port *p, char *err, size_t err_len)
 {
 	const char *iface = strstr(p->ps.devargs, "iface=");
@@ -460,13 +476,8 @@ static int open_afpacket(struct port *p, char *err, size_t err_len)
 	}
 	/* Frames are copied out of the kernel's ring into mbufs a burst at a time, and out of
 	 * mbufs into it on send: the port holds a burst at most. */
-	p->pool_need = FWD_MAX_BURST;
-	p->pool = pool_reserve(SOCKET_ID_ANY, p->pool_need);
-	if (p->pool == NULL) {
-		snprintf(err, err_len, "no memory for %u more packet buffers (hugepages "
-			 "exhausted?)", p->pool_need);
+	if (reserve_burst_pool(p, err, err_len) != 0)
 		return -1;
-	}
 	iface += strlen("iface=");
 	snprintf(name, sizeof(name), "%.*s", (int)strcspn(iface, ","), iface);
 	p->afp = afp_open(name, config.n_workers, p->pool, err, err_len);
@@ -504,13 +515,8 @@ static int open_vhost_fast(struct port *p, char *err, size_t err_len)
 {
 	if (p->ps.path_is_server && clear_stale_socket(p->ps.path, err, err_len) != 0)
 		return -1;
-	p->pool_need = FWD_MAX_BURST;
-	p->pool = pool_reserve(SOCKET_ID_ANY, p->pool_need);
-	if (p->pool == NULL) {
-		snprintf(err, err_len, "no memory for %u more packet buffers (hugepages "
-			 "exhausted?)", p->pool_need);
+	if (reserve_burst_pool(p, err, err_len) != 0)
 		return -1;
-	}
 	p->ethdev = PORT_NO_ETHDEV;
 	/* No MTU of its own, as with the PMD: the switch enforces one that was given. */
 	publish_mtu(p, p->ps.mtu != 0 ? p->ps.mtu : RTE_ETHER_MTU, p->ps.mtu != 0);

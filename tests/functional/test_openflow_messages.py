@@ -397,6 +397,13 @@ def test_packet_in_out_and_flow_removed(ctl: Controller, daemon: Daemon, ports: 
     rem = ctl.expect(p.OFPFlowRemoved, timeout=6)
     assert rem.reason == ofp.OFPRR_HARD_TIMEOUT and rem.priority == 9
     assert rem.match["in_port"] == 2
+    assert rem.cookie == 0x5 and rem.hard_timeout == 1 and rem.idle_timeout == 0
+
+    # OFPCML_NO_BUFFER: the whole frame, not its first 128 bytes
+    big = frame(payload=b"x" * 900)
+    ports.send(0, big)
+    pin = ctl.expect(p.OFPPacketIn, timeout=5)
+    assert pin.total_len == len(big) and bytes(pin.data) == big
 
 
 def test_ports_tables_roles(ctl: Controller, daemon: Daemon, ports: Ports) -> None:

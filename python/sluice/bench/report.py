@@ -28,21 +28,10 @@ from sluice.bench import (
     report_sweep,
     report_verdict,
 )
+from sluice.bench.report_latency import scenario_of
+from sluice.bench.report_latency import switch_key as key_of
 from sluice.bench.schema import Row, best_label, load_rows
 from sluice.bench.stats import gbps, spread
-
-
-def key_of(r: Row) -> str:
-    """The switch and mode of a row, as the legend shows it."""
-    return r.key or f"{r.switch}:{r.mode}"
-
-
-def scenario_of(r: Row) -> str:
-    """v2v, p2p/memif, loopback-1/memif ... with the direction when not one-way."""
-    name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
-    if r.pairs > 1:
-        name += f" {r.pairs}vs{r.pairs}"
-    return name if r.direction == "uni" else f"{name} {r.direction}"
 
 
 def comparable(rows: Iterable[Row]) -> list[Row]:

@@ -14,28 +14,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sluice.bench.report_latency import scenario_of, switch_key
 from sluice.bench.schema import Row
 from sluice.bench.stats import Spread, spread
 
 Section = tuple[str, str, list[str], list[list[str]] | None]
 
 
-def _key(r: Row) -> str:
-    return r.key or f"{r.switch}:{r.mode}"
-
-
-def _scenario(r: Row) -> str:
-    name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
-    if r.pairs > 1:
-        name += f" {r.pairs}vs{r.pairs}"
-    return name if r.direction == "uni" else f"{name} {r.direction}"
-
-
 def reference(rows: Sequence[Row], baseline: str = "") -> str:
     """The testpmd the ratios are to: the run's baseline when it is a testpmd (in `compare
     testpmd testpmd`, the second instance), else testpmd:io."""
     if baseline.startswith("testpmd"):
-        keys = {_key(r) for r in rows}
+        keys = {switch_key(r) for r in rows}
         named = sorted(k for k in keys if k == baseline or k.split(":")[0] == baseline)
         if named:
             return named[0]
@@ -94,7 +84,7 @@ def cost_lines(rows: Sequence[Row], baseline: str = "") -> list[CostLine]:
     groups: dict[tuple[str, int, str, str], list[Row]] = defaultdict(list)
     for r in rows:
         if r.cost and not r.oversubscribed and r.method != "search":
-            groups[(_scenario(r) + load_text(r), r.size, _key(r), r.placement)].append(r)
+            groups[(scenario_of(r) + load_text(r), r.size, switch_key(r), r.placement)].append(r)
     out = []
     for (scn, size, key, place), rs in sorted(groups.items()):
         own, proc = _spread(_pool(rs, "own_cpp")), _spread(_pool(rs, "proc_cpp"))

@@ -40,6 +40,14 @@ def switch_key(r: Row) -> str:
     return r.key or f"{r.switch}:{r.mode}"
 
 
+def scenario_of(r: Row) -> str:
+    """v2v, p2p/memif, loopback-1/memif ... with the direction when not one-way."""
+    name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
+    if r.pairs > 1:
+        name += f" {r.pairs}vs{r.pairs}"
+    return name if r.direction == "uni" else f"{name} {r.direction}"
+
+
 def save_figure(fig: Any, dest: Path, name: str) -> str:
     """Writes FIG as DEST/NAME.png and .svg, closes it, returns NAME."""
     import matplotlib.pyplot as plt

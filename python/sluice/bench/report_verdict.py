@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sluice.bench.report_latency import scenario_of, switch_key
 from sluice.bench.schema import Row, best_label
 from sluice.bench.stats import Spread, spread
 
@@ -31,17 +32,6 @@ COUNTERPARTS = {"io": ("patch",), "fwd": ("patch",), "xconnect": ("patch",),
                 "flows": ("flow", "patch"), "flows-system": ("flow", "patch"),
                 "acl": ("flow",), "learn": ("learn", "flow-normal")}
 SLUICE_ORDER = ("patch", "learn", "flow", "flow-normal")
-
-
-def _key(r: Row) -> str:
-    return r.key or f"{r.switch}:{r.mode}"
-
-
-def _scenario(r: Row) -> str:
-    name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
-    if r.pairs > 1:
-        name += f" {r.pairs}vs{r.pairs}"
-    return name if r.direction == "uni" else f"{name} {r.direction}"
 
 
 def _mode(key: str) -> str:
@@ -184,7 +174,7 @@ def placement_of(rs: Sequence[Row]) -> str:
         return best_label(with_ratios)
     keys: dict[str, set[str]] = defaultdict(set)
     for r in rs:
-        keys[r.placement].add(_key(r))
+        keys[r.placement].add(switch_key(r))
     most = max(len(k) for k in keys.values())
     return best_label(p for p, k in keys.items() if len(k) == most)
 
@@ -195,15 +185,15 @@ def lines(rows: Sequence[Row], baseline: str | None = None) -> list[Line]:
     cells: dict[tuple[str, int], list[Row]] = defaultdict(list)
     for r in rows:
         if not r.oversubscribed and r.method in ("alternating", "interleaved"):
-            cells[(_scenario(r), r.size)].append(r)
+            cells[(scenario_of(r), r.size)].append(r)
     out = []
     for (scn, size), rs in sorted(cells.items()):
         place = placement_of(rs)
         by_key: dict[str, list[Row]] = defaultdict(list)
         for r in rs:
             if r.placement == place:
-                by_key[_key(r)].append(r)
-        every = sorted({_key(r) for r in rs})
+                by_key[switch_key(r)].append(r)
+        every = sorted({switch_key(r) for r in rs})
         base = next((k for k in every if baseline and (k == baseline or
                                                        k.split(":")[0] == baseline)), None)
         top = winner(by_key, base) if len(by_key) > 1 else next(iter(by_key))

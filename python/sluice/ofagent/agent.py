@@ -256,7 +256,8 @@ class Agent:
         match = match_from_text(rest, self.port_names())
         cookie = int(p.get("cookie", "0"), 16) if isinstance(p.get("cookie"), str) else 0
         msg = wire.flow_removed(cookie, int(fields.get("priority", 0)), reason,
-                                int(fields.get("table", 0)), float(p["duration"]), 0, 0,
+                                int(fields.get("table", 0)), float(p["duration"]),
+                                int(p.get("idle_timeout", 0)), int(p.get("hard_timeout", 0)),
                                 p["packets"], p["bytes"], match)
         self.broadcast(msg, "flow_removed")
         self.counters.flow_removed += 1
