@@ -25,10 +25,10 @@ static json_t *settings_json(void)
 	struct rxq_auto_stats st;
 
 	rxq_auto_stats(&st);
-	return json_pack("{ss sb si si si s{sI sI sI sI sf so}}",
+	return json_pack("{ss sb si si si si s{sI sI sI sI sf so}}",
 			 "assign", rxq_assign_name(s->assign), "auto", s->auto_lb,
 			 "interval", s->interval_s, "load_threshold", s->load_threshold,
-			 "improvement", s->improvement, "stats",
+			 "improvement", s->improvement, "move_gap_us", s->move_gap_us, "stats",
 			 "checks", (json_int_t)st.checks, "dry_runs", (json_int_t)st.dry_runs,
 			 "rebalances", (json_int_t)st.rebalances, "moves", (json_int_t)st.moves,
 			 "last_improvement", st.last_improvement, "since_last_s",
@@ -173,7 +173,8 @@ json_t *ctl_set_rebalance(json_t *params, struct ctl_error *e)
 	static const struct param defs[] = {
 		{ "auto", P_BOOL, false }, { "assign", P_STRING, false },
 		{ "interval", P_UINT, false }, { "load_threshold", P_UINT, false },
-		{ "improvement", P_UINT, false }, { NULL, 0, false } };
+		{ "improvement", P_UINT, false }, { "move_gap_us", P_UINT, false },
+		{ NULL, 0, false } };
 	struct rxq_settings s = *rxq_get_settings();
 	const char *assign;
 	json_t *v;
@@ -193,6 +194,8 @@ json_t *ctl_set_rebalance(json_t *params, struct ctl_error *e)
 							 (json_int_t)UINT32_MAX);
 	if ((v = json_object_get(params, "improvement")) != NULL)
 		s.improvement = (unsigned int)RTE_MIN(json_integer_value(v), (json_int_t)UINT32_MAX);
+	if ((v = json_object_get(params, "move_gap_us")) != NULL)
+		s.move_gap_us = (unsigned int)RTE_MIN(json_integer_value(v), (json_int_t)UINT32_MAX);
 	if (rxq_set_settings(&s, e->message, sizeof(e->message)) != 0) {
 		e->code = CTL_INVALID_PARAMS;
 		return NULL;

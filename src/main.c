@@ -91,6 +91,9 @@ static void usage(FILE *f)
 "                       fewest queues, default) or cycles (the least measured load)\n"
 "  --auto-rebalance     move receive queues when one worker is overloaded and another\n"
 "                       is not (docs/cores.md; sluicectl set-rebalance changes it)\n"
+"  --rxq-move-gap-us N  pause between a moved receive queue's old worker and its new\n"
+"                       one, for receivers that read several queues of a port\n"
+"                       (docs/cores.md; 0..100000, default 1000)\n"
 "  --pci                let PCI ports be added (default: no PCI bus scan)\n"
 "  --port-dir DIR       files and sockets in port specs must lie under DIR (symlinks\n"
 "                       resolved); repeat for more directories (default: anywhere,\n"
@@ -130,7 +133,7 @@ static int parse_uint_opt(const char *name, const char *v, unsigned long min,
 enum { O_SOCKET = 256, O_CONFIG, O_LOG, O_PREFIX, O_MAIN_CPU, O_WORKER_CPUS, O_BURST,
        O_IDLE, O_MBUFS, O_RXD, O_TXD, O_PCI, O_PORT_DIR, O_CLIENT_IDLE, O_STATE, O_NO_STATE,
        O_SETUP_TIMEOUT, O_SOCKET_GROUP, O_RXQ_ASSIGN, O_AUTO_REBALANCE, O_OFAGENT,
-       O_NO_OFAGENT };
+       O_NO_OFAGENT, O_MOVE_GAP };
 
 static int parse_one(struct options *o, int c, const char *arg)
 {
@@ -174,6 +177,8 @@ static int parse_one(struct options *o, int c, const char *arg)
 	case O_TXD: return parse_uint_opt("tx-desc", arg, 32, 32768, &o->ports.tx_desc);
 	case O_SETUP_TIMEOUT: return parse_uint_opt("port-setup-timeout", arg, 0, 86400,
 						    &o->ports.setup_timeout_s);
+	case O_MOVE_GAP: return parse_uint_opt("rxq-move-gap-us", arg, 0, RXQ_MOVE_GAP_US_MAX,
+					       &o->rxq.move_gap_us);
 	case O_CLIENT_IDLE: return parse_uint_opt("client-idle-timeout", arg, 0, 86400,
 						  &o->ctl.idle_timeout_s);
 	case 'h': usage(stdout); exit(0);
@@ -207,6 +212,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "pci", no_argument, NULL, O_PCI },
 		{ "rxq-assign", required_argument, NULL, O_RXQ_ASSIGN },
 		{ "auto-rebalance", no_argument, NULL, O_AUTO_REBALANCE },
+		{ "rxq-move-gap-us", required_argument, NULL, O_MOVE_GAP },
 		{ "port-dir", required_argument, NULL, O_PORT_DIR },
 		{ "client-idle-timeout", required_argument, NULL, O_CLIENT_IDLE },
 		{ "port-setup-timeout", required_argument, NULL, O_SETUP_TIMEOUT },
@@ -454,7 +460,7 @@ int main(int argc, char **argv)
 		.workers = { .burst = 32, .idle_sleep_us = 50 },
 		.ctl = { .idle_timeout_s = 60 },
 		.rxq = { .assign = RXQ_ASSIGN_ROUNDROBIN, .interval_s = 60, .load_threshold = 95,
-			 .improvement = 25 },
+			 .improvement = 25, .move_gap_us = RXQ_MOVE_GAP_US_DEFAULT },
 	};
 	char *eal[MAX_EAL_ARGS], lcores[512];
 	int first, n, rc;

@@ -30,7 +30,7 @@
 
 static struct rxq_settings settings = {
 	.assign = RXQ_ASSIGN_ROUNDROBIN, .auto_lb = false, .interval_s = 60,
-	.load_threshold = 95, .improvement = 25,
+	.load_threshold = 95, .improvement = 25, .move_gap_us = RXQ_MOVE_GAP_US_DEFAULT,
 };
 
 #define RING (RXQ_WINDOW + 1)
@@ -239,7 +239,7 @@ int rxq_apply(const struct rxq_plan *plan, char *err, size_t err_len)
 	for (i = 0; i < plan->n_moves; i++) {
 		const struct rxq_move *m = &plan->moves[i];
 
-		rc = wk_move_rxq(m->port, m->queue, (unsigned int)m->to);
+		rc = wk_move_rxq(m->port, m->queue, (unsigned int)m->to, settings.move_gap_us);
 		if (rc != 0) {
 			snprintf(err, err_len, "port %s queue %u to worker %d: %s", m->port->name,
 				 m->queue, m->to, rc == -EBUSY ? "worker stuck" : strerror(-rc));
@@ -268,7 +268,7 @@ int rxq_set(struct port *p, unsigned int q, unsigned int w, bool pin, char *err,
 		snprintf(err, err_len, "there are %u worker(s): no worker %u", wk_count(), w);
 		return -1;
 	}
-	rc = wk_move_rxq(p, q, w);
+	rc = wk_move_rxq(p, q, w, settings.move_gap_us);
 	if (rc != 0) {
 		snprintf(err, err_len, "port %s queue %u: %s", p->name, q,
 			 rc == -EBUSY ? "its worker is stuck; the queue stays with it" :
@@ -392,6 +392,10 @@ int rxq_set_settings(const struct rxq_settings *s, char *err, size_t err_len)
 	if (s->load_threshold < 1 || s->load_threshold > 100 || s->improvement < 1 ||
 	    s->improvement > 100) {
 		snprintf(err, err_len, "load_threshold and improvement are per cent: 1 to 100");
+		return -1;
+	}
+	if (s->move_gap_us > RXQ_MOVE_GAP_US_MAX) {
+		snprintf(err, err_len, "move_gap_us must be 0 to %u", RXQ_MOVE_GAP_US_MAX);
 		return -1;
 	}
 	if (s->auto_lb && !settings.auto_lb)

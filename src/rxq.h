@@ -28,7 +28,11 @@ struct rxq_settings {
 	unsigned int interval_s;      /* at least this long between two re-balances */
 	unsigned int load_threshold;  /* % of a core: a worker at or above is overloaded */
 	unsigned int improvement;     /* % the load variance must fall by to move queues */
+	unsigned int move_gap_us;     /* a moved queue's pause for the receivers (wk_move_rxq) */
 };
+
+#define RXQ_MOVE_GAP_US_DEFAULT 1000
+#define RXQ_MOVE_GAP_US_MAX 100000
 
 /* One receive queue and its load over the window. */
 struct rxq_info {

@@ -58,8 +58,6 @@
  * and counted, and what it may still read is left allocated rather than waited for.
  */
 #define WK_GRACE_MS 2000
-/* The pause between a queue's old worker stopping and its new one starting (wk_move_rxq). */
-#define WK_MOVE_GAP_US 200
 /* A 64 KB super-frame cut at the smallest MSS worth sending whole (1 KB) */
 #define WK_MAX_SEGS 64
 #define WK_INJECT_RING 256       /* frames the control thread may hand a worker at once */
@@ -1138,26 +1136,32 @@ int wk_remove_port(struct port *p)
 
 /*
  * Why a move neither loses nor reorders the frames of a flow (a flow's frames arrive on
- * one queue, the peer's choice): the queue leaves the old worker's plan first, and
- * replace_plan() waits for a grace period. A worker passes a quiescent state only between
- * passes over its plan, after every burst it took has been served and sent (or counted
- * dropped), and it goes offline only to sleep, also between passes; so once the grace
- * period is over the old worker holds no frame of the queue and will never poll it again.
- * Only then does the queue enter the new worker's plan. Frames that arrive in between
- * wait in the queue's ring (the gap is one grace period: microseconds, or the old worker's
- * time slice when it shares a CPU), so the new worker's first frame leaves after the old
- * worker's last, none is dropped by the move, and the single-writer rule of port_rxq
- * holds. The frames leave on the new worker's transmit queue of each output, though, and
- * a receiver that polls several queues of one port (a memif client with rx_queues=, a
- * multi-queue guest) could read the new queue before the old one's last frames: so the
- * control thread sleeps WK_MOVE_GAP_US more before the new worker starts, time for such a
- * receiver to drain the old queue (measured in test_rxq.py: without the gap a generator
- * sharing the control thread's CPU saw a few hundred frames out of order in one move of
- * six; with it, none). The queue's ring holds what arrives meanwhile (1024 descriptors:
- * 200 us is 5 Mpps). If the grace period cannot end (a stuck worker) the queue goes back
- * where it was.
+ * one queue, the peer's choice). Inside sluiced: the queue leaves the old worker's plan
+ * first, and replace_plan() waits for a grace period, which is the old worker's
+ * acknowledgement. A worker passes a quiescent state only between passes over its plan,
+ * after every burst it took has been handed to its outputs' transmit queues (or counted
+ * dropped: sluiced holds no frame back between bursts), and it goes offline only to sleep,
+ * also between passes; so once the grace period is over the old worker holds no frame of
+ * the queue and will never poll it again. Only then does the queue enter the new worker's
+ * plan: frames that arrive in between wait in the queue's ring, none is dropped by the
+ * move, and the single-writer rule of port_rxq holds.
+ *
+ * Outside: the new worker sends on its own transmit queue of each output, and a receiver
+ * that reads several queues of one port (a memif client with queues=, a multi-queue guest)
+ * reads them in an order of its own: it could read the new queue before the old one's last
+ * frames. No port kind here tells when its peer has read a transmit ring (memif, vhost-user
+ * and virtio-user have no descriptor status), so the control thread sleeps GAP_US more
+ * before the new worker starts: time for such a receiver to read the old queue, whichever
+ * of the two it reads first. How long it needs is the receiver's business (a poller reads
+ * within microseconds unless it is descheduled; a guest's interrupt path takes longer), so
+ * the gap is a setting (set-rebalance move_gap_us, --rxq-move-gap-us). The default, 1 ms,
+ * is five times the 200 us this began with, with which one six-move run saw 1,184 frames
+ * out of order at a sluice-gen sharing the control thread's CPU (test_rxq.py moves both
+ * ways and checks order). The moved queue's ring holds what arrives meanwhile (1024
+ * descriptors: 1 ms is 1 Mpps); faster queues and receivers want a shorter gap. If the
+ * grace period cannot end (a stuck worker) the queue goes back where it was.
  */
-int wk_move_rxq(struct port *p, unsigned int q, unsigned int to)
+int wk_move_rxq(struct port *p, unsigned int q, unsigned int to, unsigned int gap_us)
 {
 	struct wk_change c = { .remove = p, .remove_queue = (uint16_t)q };
 	int from, rc;
@@ -1177,7 +1181,8 @@ int wk_move_rxq(struct port *p, unsigned int q, unsigned int to)
 			return -EBUSY;
 		}
 		p->rxq_worker[q] = -1;
-		rte_delay_us_sleep(WK_MOVE_GAP_US);
+		if (gap_us > 0)
+			rte_delay_us_sleep(gap_us);
 	}
 	c = (struct wk_change){ .add = p, .add_queue = (uint16_t)q };
 	rc = replace_plan(workers[to], &c);

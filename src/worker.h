@@ -53,10 +53,12 @@ int wk_add_port(struct port *p);
 
 /*
  * Moves P's receive queue Q to worker TO without losing or reordering frames (the why is
- * at its definition). 0; -EINVAL for a bad queue or worker; -EBUSY when the old worker is
- * stuck (the queue stays with it); -ENOMEM or -ENOSPC (full plan). Control thread only.
+ * at its definition); GAP_US: the pause between the old worker's last frame and the new
+ * worker's first, for receivers that read several queues of one port. 0; -EINVAL for a
+ * bad queue or worker; -EBUSY when the old worker is stuck (the queue stays with it);
+ * -ENOMEM or -ENOSPC (full plan). Control thread only.
  */
-int wk_move_rxq(struct port *p, unsigned int q, unsigned int to);
+int wk_move_rxq(struct port *p, unsigned int q, unsigned int to, unsigned int gap_us);
 
 /* Receive queues worker ID polls. */
 unsigned int wk_rxq_count(unsigned int id);

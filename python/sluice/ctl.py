@@ -488,10 +488,12 @@ VERBS: tuple[Verb, ...] = (
          "variance of the loads by at least improvement per cent; off by default), "
          "interval=S (at least S seconds between two re-balances, default 60), "
          "load-threshold=P (per cent of a core, default 95), improvement=P (default 25), "
+         "move-gap-us=N (pause between a moved queue's old and new worker, default 1000), "
          "assign=roundrobin|cycles (where new queues go).",
          ("set-rebalance auto=yes", "set-rebalance auto=yes interval=10 load-threshold=80",
           "set-rebalance assign=cycles"),
-         (Arg("settings", "KEY=VALUE: auto, interval, load-threshold, improvement, assign",
+         (Arg("settings",
+              "KEY=VALUE: auto, interval, load-threshold, improvement, assign, move-gap-us",
               nargs="+", metavar="KEY=VALUE"),),
          convert=ctl_rxq.rebalance_settings),
     Verb("set-controller", "connect a flow switch to OpenFlow controllers",

@@ -11,7 +11,8 @@ NO = ("no", "false", "off", "0")
 # set-rebalance's words and their protocol names; the value's kind
 SETTINGS = {"auto": ("auto", "bool"), "interval": ("interval", "int"),
             "load-threshold": ("load_threshold", "int"),
-            "improvement": ("improvement", "int"), "assign": ("assign", "str")}
+            "improvement": ("improvement", "int"), "assign": ("assign", "str"),
+            "move-gap-us": ("move_gap_us", "int")}
 
 
 def rebalance_settings(params: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +54,8 @@ def format_settings(s: Mapping[str, Any]) -> str:
     last = st.get("since_last_s")
     return (f"re-balance: auto {'on' if s.get('auto') else 'off'}, assign {s.get('assign')}, "
             f"interval {s.get('interval')} s, load threshold {s.get('load_threshold')}%, "
-            f"improvement {s.get('improvement')}%; {st.get('rebalances', 0)} re-balance(s) "
+            f"improvement {s.get('improvement')}%, move gap {s.get('move_gap_us')} us; "
+            f"{st.get('rebalances', 0)} re-balance(s) "
             f"moved {st.get('moves', 0)} queue(s) after {st.get('dry_runs', 0)} dry run(s)"
             + (f", the last {last:.0f} s ago" if isinstance(last, (int, float)) else ""))
 

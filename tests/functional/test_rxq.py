@@ -13,8 +13,11 @@ Each stream's sequence numbers are checked where it arrives: lost, duplicated, r
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from typing import Any
 import pytest
 from gen_helpers import GEN, assert_no_hugepage_files, gen_cmd
 
-from conftest import Daemon, assert_accounting, wait_for
+from conftest import Daemon, Rpc, assert_accounting, wait_for
 
 MAC1, MAC2 = "02:00:00:00:0a:01", "02:00:00:00:0a:02"
 RATE = "100kpps"      # per stream: room for the generator and two workers on one CPU
@@ -93,8 +96,15 @@ def wait_flowing(d: Daemon) -> None:
     wait_for(flowing, 30)
 
 
-def assert_whole(summary: dict[str, Any], d: Daemon) -> None:
-    """Both streams arrived whole and in order; the switch dropped nothing."""
+def drops(d: Daemon) -> dict[str, dict[str, int]]:
+    return {name: {k: v for k, v in p["drops"].items() if v}
+            for name, p in d.port_stats("f").items()}
+
+
+def assert_whole(summary: dict[str, Any], d: Daemon,
+                 before_moves: dict[str, dict[str, int]]) -> None:
+    """Both streams arrived whole and in order; the switch dropped nothing while queues
+    moved (BEFORE_MOVES: its drops when the first move began)."""
     stats = d.port_stats("f")
     for name, p in stats.items():
         print(name, {k: p[k] for k in ("rx_packets", "tx_packets", "dropped")},
@@ -106,9 +116,13 @@ def assert_whole(summary: dict[str, Any], d: Daemon) -> None:
         assert s["rx_packets"] == s["tx_packets"], s
         # (not_accepted: frames the generator's own ring refused, when the worker polling
         # it was descheduled; they never entered the switch and carry no sequence number)
-    stats = d.port_stats("f")
     assert_accounting(stats)
-    assert all(p["dropped"] == 0 for p in stats.values()), stats
+    # Two workers share CPU 1 here, and when the generator starts one of them may get
+    # little of it for a hundred milliseconds or so: the memif loop's ring towards its
+    # mq_in queue (8192 slots) then fills, and the switch counts tx_full drops before
+    # any queue moves, inside the generator's warm-up (seen in 3 runs of 23; in none
+    # while queues moved). Those are counted, not lost silently; the moves must add none.
+    assert drops(d) == before_moves, (before_moves, drops(d))
 
 
 @pytest.fixture
@@ -130,6 +144,10 @@ def test_queues_key_refused_where_unsupported(daemon: Daemon) -> None:
         daemon.call("set-rxq", port="n", queue=3, worker=0)
     with pytest.raises(Exception, match="no worker 5"):
         daemon.call("set-rxq", port="n", queue=0, worker=5)
+    assert daemon.call("set-rebalance")["move_gap_us"] == 1000
+    with pytest.raises(Exception, match="move_gap_us must be 0 to 100000"):
+        daemon.call("set-rebalance", move_gap_us=100001)
+    assert daemon.call("set-rebalance", move_gap_us=500)["move_gap_us"] == 500
 
 
 def test_show_and_move_queues_under_traffic(two_workers: Daemon, workdir: Path) -> None:
@@ -138,7 +156,7 @@ def test_show_and_move_queues_under_traffic(two_workers: Daemon, workdir: Path) 
     shown = rxqs(d)
     assert shown[("mq_in", 0)]["worker"] == 0 and shown[("mq_in", 1)]["worker"] == 0
     assert [p["rx_queues"] for p in d.call("list-ports") if p["name"] == "mq_in"] == [2]
-    proc, out = start_gen(workdir, 9)
+    proc, out = start_gen(workdir, 11)
     try:
         wait_flowing(d)
         time.sleep(1.5)
@@ -147,18 +165,19 @@ def test_show_and_move_queues_under_traffic(two_workers: Daemon, workdir: Path) 
         assert queues[("mq_in", 0)]["usage"] > 0 and queues[("mq_in", 1)]["usage"] > 0
         assert queues[("mq_in", 0)]["cycles_per_packet"] > 0
         assert sum(w["queues"] for w in shown["workers"]) == 8
-        # Move both of mq_in's queues from worker 0 to worker 1 while both streams run.
-        # Each move sends its stream out on worker 1's ring of out1/out2 instead of
-        # worker 0's; sluice-gen polls ring 0 first, so whatever worker 0 sent before the
-        # move is read before what worker 1 sends after it. (The other way round, order
-        # at the receiver also rests on it polling within the 200 us gap: docs/cores.md.)
-        for q in (0, 1):
-            d.call("set-rxq", port="mq_in", queue=q, worker=1)
-            assert rxqs(d)[("mq_in", q)]["worker"] == 1
+        # Move both of mq_in's queues from worker 0 to worker 1 and back while both streams
+        # run. Each move sends its stream out on the other worker's ring of out1/out2, and
+        # sluice-gen reads ring 0 first: moving back puts the new frames on the ring it
+        # reads first, so order there rests on the hand-over's pause for the receiver
+        # (docs/cores.md, "Moving a queue"). The generator checks order across all four.
+        before_moves = drops(d)
+        for q, w in ((0, 1), (1, 1), (0, 0), (1, 0)):
+            d.call("set-rxq", port="mq_in", queue=q, worker=w)
+            assert rxqs(d)[("mq_in", q)]["worker"] == w
             time.sleep(1)
     finally:
         summary = finish_gen(proc, out)
-    assert_whole(summary, d)
+    assert_whole(summary, d, before_moves)
 
 
 def loads(d: Daemon) -> list[float]:
@@ -211,3 +230,51 @@ def test_auto_rebalance_moves_only_when_skewed(two_workers: Daemon, workdir: Pat
     # (the switch counts the warm-up too; the generator only the measured interval)
     assert sum(s["lost"] for s in summary["streams"]) <= \
         sum(p["dropped"] for p in stats.values()), (summary["streams"], stats)
+
+
+def test_stats_and_sigterm_prompt_while_saturated_queues_move(workdir: Path) -> None:
+    """Two saturated workers on one CPU (bursts back to back), stats read in a loop from
+    three clients and a queue moved back and forth all the while: stats answers stay short
+    and SIGTERM ends the daemon at once. (A stats read used to wait up to 100 ms a try for
+    up to 100 tries per port and worker: the daemon once stalled over 10 s and SIGTERM
+    waited behind it.)"""
+    d = Daemon(workdir, "sat", ["--worker-cpus", "1,1"]).start()
+    try:
+        d.call("add-switch", name="s")
+        for i in range(4):
+            d.call("add-port", switch="s", name=f"a{i}", spec="null:rx=1")
+            d.call("add-port", switch="s", name=f"b{i}", spec="null:")
+            d.call("patch", switch="s", port1=f"a{i}", port2=f"b{i}")
+        stop = threading.Event()
+        moves = [0]
+
+        def hammer() -> None:
+            with contextlib.suppress(Exception), Rpc(d.socket) as r:
+                while not stop.is_set():
+                    r.call("stats", switch="s")
+
+        def mover() -> None:
+            with contextlib.suppress(Exception), Rpc(d.socket) as r:
+                while not stop.is_set():
+                    r.call("set-rxq", port=f"a{moves[0] % 4}", queue=0,
+                           worker=(moves[0] // 4) % 2)
+                    moves[0] += 1
+
+        threads = [threading.Thread(target=f, daemon=True) for f in (hammer,) * 3 + (mover,)]
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        slowest = 0.0
+        for _ in range(10):
+            t0 = time.monotonic()
+            d.call("stats", switch="s")
+            slowest = max(slowest, time.monotonic() - t0)
+        assert moves[0] > 20 and slowest < 1.0, (moves[0], slowest)
+        assert d.proc is not None
+        t0 = time.monotonic()
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(5) == 0
+        assert time.monotonic() - t0 < 2, time.monotonic() - t0
+        stop.set()
+    finally:
+        assert d.stop() == 0, d.log.read_text()[-2000:]

@@ -157,6 +157,7 @@ REQUESTS: list[tuple[list[str], str, dict[str, Any]]] = [
     (["rebalance", "--dry-run"], "rebalance", {"dry_run": True}),
     (["set-rebalance", "auto=yes", "interval=10"], "set-rebalance",
      {"auto": True, "interval": 10}),
+    (["set-rebalance", "move-gap-us=200"], "set-rebalance", {"move_gap_us": 200}),
 ]
 
 
