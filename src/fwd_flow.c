@@ -727,6 +727,44 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	if (i == n && uniform < SW_MAX_PORTS)
 		fb->uniform = uniform;
 }
+/*
+ * The output of every frame from IN when the pipeline looks at the input port alone and
+ * sends each frame, unchanged, to one other port, as a VNF chain's steering rules do
+ * (`in_port=vm1,actions=output:vm2`): then a port path without mbufs (vhost_fast.h) may
+ * move the burst without showing it to flow_process, and flow_fixed_count counts it on the
+ * rules. The program is made once per generation, for a key that holds only IN: it is
+ * header_free only if no rule consulted looked at more than the input port, so it is
+ * every frame's program.
+ */
+static uint16_t flow_fixed_output(void *state, uint16_t in, uint16_t worker)
+{
+	struct flow *F = state;
+	struct flow_worker *w = &F->w[worker];
+	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
+	struct flow_prog *p = &w->port_prog[in];
+
+	if (unlikely(w->port_prog_gen[in] != gen)) {
+		struct flow_key k;
+
+		memset(&k, 0, sizeof(k));
+		k.in_port = in;
+		flow_translate(F, in, &k, worker, p, NULL, NULL);
+		w->port_prog_gen[in] = gen;
+	}
+	if (p->header_free && p->cacheable && p->simple != PROG_NOT_SIMPLE && p->simple != in)
+		return p->simple;
+	return FWD_OUT_MIXED;
+}
+
+/* What flow_fixed_output's answer moved, on the rules (and their idle timeouts). */
+static void flow_fixed_count(void *state, uint16_t in, uint16_t worker, uint64_t packets,
+			     uint64_t bytes)
+{
+	struct flow *F = state;
+
+	count_prog(&F->w[worker].port_prog[in], worker, packets, bytes, rte_rdtsc());
+}
+
 /* ---- the forwarding function's life ---- */
 
 static void flow_destroy(void *state);
@@ -762,9 +800,13 @@ static void *flow_create(const json_t *params, char *err, size_t err_len)
 				     RTE_CACHE_LINE_SIZE);
 		w->emc_prog = calloc(FLOW_EMC_ENTRIES, sizeof(*w->emc_prog));
 		w->mf = mf_create(FLOW_MF_ENTRIES, sizeof(struct flow_prog));
+		w->port_prog = calloc(SW_MAX_PORTS, sizeof(*w->port_prog));
 		w->nfb.worker = (uint16_t)i;
-		if (w->pins == NULL || w->emc == NULL || w->emc_prog == NULL || w->mf == NULL)
+		if (w->pins == NULL || w->emc == NULL || w->emc_prog == NULL || w->mf == NULL ||
+		    w->port_prog == NULL)
 			goto fail;
+		for (unsigned int k = 0; k < SW_MAX_PORTS; k++)
+			w->port_prog_gen[k] = UINT32_MAX;
 		/* Generation 0 is the first: mark every entry as of another one. */
 		for (unsigned int k = 0; k < FLOW_EMC_ENTRIES; k++) {
 			w->emc[k].gen = UINT32_MAX;
@@ -797,6 +839,7 @@ static void flow_destroy(void *state)
 		rte_ring_free(w->pins);
 		rte_free(w->emc);
 		free(w->emc_prog);
+		free(w->port_prog);
 		mf_destroy(w->mf);
 	}
 	if (F->tables != NULL)
@@ -1077,6 +1120,8 @@ const struct fwd_ops fwd_flow_ops = {
 	.port_removed = flow_port_removed,
 	.bind = flow_bind,
 	.process = flow_process,
+	.fixed_output = flow_fixed_output,
+	.fixed_count = flow_fixed_count,
 	.trace = flow_trace,
 	.describe = flow_describe,
 	.tick = flow_tick,
