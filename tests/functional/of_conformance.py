@@ -243,6 +243,8 @@ def run_suite(selection: list[str], duration: int | None, out: Path, timeout: fl
             daemon.stop()
         if ovs is not None:
             ovs.stop()
+            # The netdev bridge's own port is a tap device that outlives ovs-vswitchd.
+            run("ip", "link", "del", ovs.bridge, check=False)
         if veths is not None:
             veths.delete()
     elapsed = time.monotonic() - started
