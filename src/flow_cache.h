@@ -34,6 +34,9 @@ void mf_destroy(struct mf_cache *c);
 /* The value of the entry of generation GEN that KEY falls in, or NULL. */
 const void *mf_lookup(struct mf_cache *c, uint32_t gen, const struct flow_key *key);
 
+/* How many masks a lookup of generation GEN tries at most: 0 when it is not C's. */
+unsigned int mf_mask_count(const struct mf_cache *c, uint32_t gen);
+
 /*
  * Room for the value of a new entry of generation GEN: the frames whose keys agree with KEY
  * on MASK. The caller writes the value (up to the size given at creation) before the next

@@ -197,10 +197,15 @@ struct flow_worker {
 	struct flow_prog *emc_prog;
 	struct mf_cache *mf;
 	struct flow_prog scratch;          /* a program that may not be cached */
+	/* Per input port: the program every frame from it has, when the rules look at the
+	 * input port alone (flow_fixed_output); made for generation port_prog_gen[i]. */
+	struct flow_prog *port_prog;
+	uint32_t port_prog_gen[SW_MAX_PORTS];
 
 	/* scratch for one burst */
 	struct flow_key key[FWD_MAX_BURST];
 	uint32_t last_hl;                  /* same_headers(): how many bytes last_hdr holds */
+	uint16_t alike_skip;               /* bursts left whose frames are not compared */
 	uint8_t last_hdr[FLOW_SAME_BYTES];
 	/* frames for the embedded learning bridge (`normal`) */
 	uint16_t n_normal;

@@ -85,13 +85,20 @@ struct fwd_ops {
 			struct fwd_burst *out);
 
 	/*
-	 * The output every frame received on IN goes to, whatever it holds (patch), or
-	 * FWD_OUT_MIXED when the frames decide. Hot path; optional. It lets a port path that
-	 * moves frames without mbufs (vhost_fast.h) know the output before it reads a frame;
-	 * such a burst bypasses process(), so a function that counts or learns in process()
-	 * must not answer here.
+	 * The output every frame received on IN goes to, whatever it holds, unchanged (patch;
+	 * flow when the rules for IN look at the input port only), as worker WORKER sees it
+	 * now; or FWD_OUT_MIXED when the frames decide. Hot path; optional. It lets a port path
+	 * that moves frames without mbufs (vhost_fast.h) know the output before it reads a
+	 * frame; such a burst bypasses process(), so a function that counts or learns in
+	 * process() must not answer here unless it counts in fixed_count().
 	 */
-	uint16_t (*fixed_output)(const void *state, uint16_t in);
+	uint16_t (*fixed_output)(void *state, uint16_t in, uint16_t worker);
+	/*
+	 * Counts PACKETS frames of BYTES bytes that fixed_output()'s answer sent (or that the
+	 * output then refused), called by the same worker in the same burst. Optional.
+	 */
+	void (*fixed_count)(void *state, uint16_t in, uint16_t worker, uint64_t packets,
+			    uint64_t bytes);
 
 	/* The same decision for one packet, explained. Control thread; optional. */
 	void (*trace)(void *state, uint16_t in, struct rte_mbuf *pkt, struct fwd_trace *trace);

@@ -102,8 +102,9 @@ static void patch_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint
 }
 
 /* An unpatched port's frames take the general path, which counts them as unpatched. */
-static uint16_t patch_fixed_output(const void *state, uint16_t in)
+static uint16_t patch_fixed_output(void *state, uint16_t in, uint16_t worker)
 {
+	(void)worker;
 	uint16_t peer = fwd_patch_peer(state, in);
 
 	return peer == FWD_PATCH_NONE ? FWD_OUT_MIXED : peer;

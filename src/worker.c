@@ -573,10 +573,11 @@ static inline void burst_seq_step(struct worker *w)
 
 /*
  * A burst from a vhost-user port of sluice's own whose switch sends everything from it to
- * one other such port (patch): vhost_fast.h copies each frame from guest to guest, no mbuf
- * in between, and the counters move as serve_burst would move them. Returns false, having
- * done nothing, when the burst must take the mbuf path (another output, a guest not
- * connected), which then counts whatever happens.
+ * one other such port, unchanged (patch; flow with rules on the input port alone):
+ * vhost_fast.h copies each frame from guest to guest, no mbuf in between, and the counters
+ * move as serve_burst would move them (the forwarding function's own through fixed_count).
+ * Returns false, having done nothing, when the burst must take the mbuf path (another
+ * output, a guest not connected), which then counts whatever happens.
  */
 static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 {
@@ -590,7 +591,7 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 	if (s->ops->fixed_output == NULL ||
 	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
 		return false;
-	o = s->ops->fixed_output(s->fwd, in->sw_index);
+	o = s->ops->fixed_output(s->fwd, in->sw_index, (uint16_t)w->id);
 	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL || out->vhf == NULL)
 		return false;
 	if (vhf_forward(in->vhf, out->vhf, (uint16_t)w->id, (uint16_t)config.burst,
@@ -598,6 +599,8 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 		return false;
 	if (r.rx + r.malformed == 0)
 		return true;
+	if (s->ops->fixed_count != NULL && r.rx > 0)
+		s->ops->fixed_count(s->fwd, in->sw_index, (uint16_t)w->id, r.rx, r.rx_bytes);
 	ic = &in->counters[w->id];
 	oc = &out->counters[w->id];
 	stats_add(&ic->rx_packets, r.rx);

@@ -95,6 +95,8 @@ def two_fast_ports(d: Daemon, workdir: Path, mode: str = "patch", extra: str = "
                spec=f"vhost-user:server,path={workdir}/{vm}.sock,fast=1{extra}")
     if mode == "patch":
         d.call("patch", switch="br0", port1="vm1", port2="vm2")
+    if mode == "flow":
+        d.call("add-flow", switch="br0", flow="in_port=vm1,actions=output:vm2")
 
 
 def start_pair(d: Daemon, workdir: Path, guests: list[Guest]) -> tuple[Guest, Guest]:
@@ -107,13 +109,21 @@ def start_pair(d: Daemon, workdir: Path, guests: list[Guest]) -> tuple[Guest, Gu
     return rx, tx
 
 
-@pytest.mark.parametrize("mode", ["patch", "learn"])
+# flow: in_port=vm1,actions=output:vm2 looks at the input port alone (one copy); flow+udp
+# adds a rule above it on UDP's destination port, which testpmd's frames do not match, but
+# whose miss depends on the frame: the mbuf path.
+@pytest.mark.parametrize("mode", ["patch", "learn", "flow", "flow+udp"])
 def test_testpmd_counts_exact(daemon: Daemon, workdir: Path, guests: list[Guest],
                               mode: str) -> None:
     """testpmd txonly -> sluiced -> testpmd rxonly: both ends and the daemon agree frame for
-    frame. In a patch switch the frames take the one-copy path (one_copy = forwarded); in a
-    learn switch (testpmd's frames go to an unknown MAC: flooded) the mbuf path."""
-    two_fast_ports(daemon, workdir, mode)
+    frame. In a patch switch, and a flow switch whose rule looks at the input port alone, the
+    frames take the one-copy path (one_copy = forwarded), and the rule counts every frame; in
+    a learn switch (testpmd's frames go to an unknown MAC: flooded) and a flow switch whose
+    rules look at headers, the mbuf path."""
+    two_fast_ports(daemon, workdir, mode.split("+")[0])
+    if mode == "flow+udp":
+        daemon.call("add-flow", switch="br0",
+                    flow="priority=40000,udp,tp_dst=4789,actions=drop")
     rx, tx = start_pair(daemon, workdir, guests)
     wait_for(lambda: daemon.port_stats("br0")["vm1"]["rx_packets"] > 100_000, 60)
     time.sleep(1)
@@ -126,7 +136,7 @@ def test_testpmd_counts_exact(daemon: Daemon, workdir: Path, guests: list[Guest]
     assert_accounting(stats)
     assert vm1["rx_packets"] == sent
     assert vm2["tx_packets"] == got > 0
-    if mode == "patch":
+    if mode != "learn":
         assert vm1["rx_packets"] == vm2["tx_packets"] + vm1["dropped"]
         assert {k for k, v in vm1["drops"].items() if v} <= {"tx_full"}
     else:       # flood copies the output could not take count on the output
@@ -135,10 +145,15 @@ def test_testpmd_counts_exact(daemon: Daemon, workdir: Path, guests: list[Guest]
     assert vm1["rx_bytes"] == 64 * vm1["rx_packets"]       # testpmd txonly: 64 B frames
     assert vm2["tx_bytes"] == 64 * vm2["tx_packets"]
     assert vm1["rx_missed"] == 0
-    if mode == "patch":
+    if mode in ("patch", "flow"):
         assert vm1["one_copy"] == vm1["forwarded"]
     else:
         assert vm1["one_copy"] == 0
+    if mode.startswith("flow"):
+        steer = next(f for f in daemon.call("dump-flows", switch="br0")["flows"]
+                     if "in_port" in f["match"])
+        assert steer["packets"] == vm1["rx_packets"], steer
+        assert steer["bytes"] == vm1["rx_bytes"], steer
 
 
 def test_receiver_full_is_counted(daemon: Daemon, workdir: Path, guests: list[Guest]) -> None:

@@ -11,8 +11,9 @@ The worker is pinned to the switch CPU, the control thread to
 the generator's CPU, where it sleeps on its socket. The worker busy-polls
 (`--idle-sleep-us 0`) as its peers do; the variants `patch+idle` and `learn+idle` (named
 only, never run by a bare `sluice`) keep the daemon's default adaptive idle sleep, for
-`sluice-bench idle`. The variant `patch+fast` (named only) makes its vhost-user ports with
-`fast=1`, sluiced's one-copy path between guests (docs/design.md, "One copy between VMs").
+`sluice-bench idle`. The variants `patch+fast` and `flow+fast` (named only) make their
+vhost-user ports with `fast=1`, sluiced's one-copy path between guests (docs/design.md, "One
+copy between VMs"), which flow mode takes while its rules look at the input port alone.
 The variant `vxlan` (named only) sends every pair through a VXLAN
 tunnel and back: A is patched to vxlan port vxaN, which encapsulates onto a ring port (a
 loopback: what is sent on it comes back in), where vxlan port vxbN (the tunnel's other end,
@@ -50,7 +51,7 @@ class Sluice(Switch):
     name = "sluice"
     learning_modes = ("learn", "learn+idle", "flow-normal")
     modes = ("patch", "learn", "flow", "flow-normal")
-    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast")
+    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast", "flow+fast")
     flooding_modes = ("learn", "learn+idle", "flow-normal")
     # Ports get mtu= (Context.extra["mtu"]) when the run has jumbo sizes; vhost-user chains
     # 2 KB buffers. Not memif (base.JUMBO_NOT_MEMIF); veths keep the kernel's 1500 B MTU.
