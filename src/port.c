@@ -593,6 +593,19 @@ static struct port *port_prepare(const char *name, const char *spec, enum port_e
 		rte_free(p);
 		return NULL;
 	}
+	if (p->ps.memif_zero_copy) {
+		/*
+		 * DPDK 22.11's memif client in zero-copy mode hands the EAL's own descriptor of
+		 * the hugepage file to the server and then closes it once connected: the next
+		 * zero-copy connection (a second port, or this one reconnecting) sends a closed
+		 * descriptor, or whatever file has since taken its number (docs/ports.md).
+		 */
+		snprintf(err, err_len, "memif zero_copy=yes: not yet (DPDK 22.11's memif closes "
+			 "the EAL's hugepage descriptor after the first zero-copy connection, so a "
+			 "second port or a reconnection would share a closed or reused descriptor)");
+		rte_free(p);
+		return NULL;
+	}
 	if (p->ps.rx_queues > 1) {
 		/* A worker polls one receive queue per port; sluice-gen opens more. */
 		snprintf(err, err_len, "memif rx_queues=%u: sluiced receives on one queue per "
