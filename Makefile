@@ -4,6 +4,7 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 
 .PHONY: all setup setup-peers build test test-unit test-functional test-fuzz fuzz fuzz-build \
+	test-openflow-conformance \
 	lint bench bench-full bench-ndr bench-idle bench-quick soak clean help install uninstall \
 	pkg-deb pkg-test
 
@@ -16,6 +17,10 @@ help:
 	@echo "make test-fuzz    every libFuzzer target for FUZZ_TEST_SECONDS (20) each:"
 	@echo "                  $(FUZZ_TARGETS)"
 	@echo "make fuzz         every libFuzzer target for FUZZ_SECONDS (600) each"
+	@echo "make test-openflow-conformance  os-ken's OpenFlow 1.3 switch test tool against a"
+	@echo "                  flow switch, a private userspace OVS as the tester (~20 min, the"
+	@echo "                  CPU lock held; OFC_ARGS='--tests action,match' ~2 min):"
+	@echo "                  build/of-conformance/summary.txt"
 	@echo "make bench-quick  sluiced patch vs dpdk-testpmd io, v2v, 64 B and 1500 B"
 	@echo "make bench        setup (with peers) + build + the default matrix (~18 min) + report"
 	@echo "make bench-idle   idle CPU of sluiced (idle sleep), testpmd and OVS-DPDK, 3 x 10 s"
@@ -143,6 +148,13 @@ lint:
 
 test-functional: build
 	$(PY) -m pytest -v tests/python tests/functional
+
+# The public OpenFlow 1.3 conformance suite (docs/openflow.md, "Conformance"): not part of
+# `make test` (the meter and group tests send for 30 s each). It holds the CPU lock: it
+# measures rates.
+OFC_ARGS ?=
+test-openflow-conformance: setup-peers build
+	flock /tmp/sluice-cpu.lock $(PY) tests/functional/of_conformance.py $(OFC_ARGS)
 
 bench-quick: setup build
 	bench/quick.sh

@@ -19,6 +19,7 @@ struct sub_port {
 	bool present, up;
 	uint16_t id;
 	uint32_t generation;
+	uint32_t of_config;
 };
 
 struct ctl_sub {
@@ -29,12 +30,13 @@ struct ctl_sub {
 
 static json_t *port_event_json(const struct port *p)
 {
-	char mac[RTE_ETHER_ADDR_FMT_SIZE];
+	char mac[RTE_ETHER_ADDR_FMT_SIZE], ofc[64];
 
 	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
-	return json_pack("{ss si ss ss si}", "name", p->name, "ofport", (int)p->sw_index + 1,
+	port_of_config_format(__atomic_load_n(&p->of_config, __ATOMIC_RELAXED), ofc, sizeof(ofc));
+	return json_pack("{ss si ss ss si ss}", "name", p->name, "ofport", (int)p->sw_index + 1,
 			 "mac", mac, "link", port_link_is_up(p) ? "up" : "down", "mtu",
-			 (int)p->mtu);
+			 (int)p->mtu, "of_config", ofc);
 }
 
 static json_t *notification(const char *method, json_t *params)
@@ -56,6 +58,7 @@ static json_t *snapshot_ports(struct ctl_sub *sub, struct sw *s)
 			continue;
 		port_refresh_link(p);
 		sub->ports[i].up = port_link_is_up(p);
+		sub->ports[i].of_config = p->of_config;
 		sub->ports[i].id = p->id;
 		sub->ports[i].generation = p->generation;
 		json_array_append_new(a, port_event_json(p));
@@ -116,11 +119,13 @@ static void port_changes(struct ctl_sub *sub, struct sw *s, json_t *out)
 			sp->id = p->id;
 			sp->generation = p->generation;
 			sp->up = port_link_is_up(p);
+			sp->of_config = p->of_config;
 			json_array_append_new(out, notification("port-status", json_pack(
 				"{ss ss so}", "switch", s->name, "reason", "add", "port",
 				port_event_json(p))));
-		} else if (sp->up != port_link_is_up(p)) {
-			sp->up = !sp->up;
+		} else if (sp->up != port_link_is_up(p) || sp->of_config != p->of_config) {
+			sp->up = port_link_is_up(p);
+			sp->of_config = p->of_config;
 			json_array_append_new(out, notification("port-status", json_pack(
 				"{ss ss so}", "switch", s->name, "reason", "modify", "port",
 				port_event_json(p))));

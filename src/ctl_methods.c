@@ -211,21 +211,23 @@ static const char *port_peer_name(const struct port *p)
 
 static json_t *port_json(struct port *p)
 {
-	char mac[RTE_ETHER_ADDR_FMT_SIZE];
+	char mac[RTE_ETHER_ADDR_FMT_SIZE], ofc[64];
 	const char *peer = port_peer_name(p);
 
 	json_t *o;
 
 	port_refresh_link(p);
 	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
-	o = json_pack("{ss ss si si si ss ss ss si ss so ss si si sb}",
+	port_of_config_format(__atomic_load_n(&p->of_config, __ATOMIC_RELAXED), ofc, sizeof(ofc));
+	o = json_pack("{ss ss si si si ss ss ss si ss so ss si si sb ss}",
 			 "name", p->name, "switch", p->sw->name, "id", p->id,
 			 "ofport", (int)p->sw_index + 1,
 			 "generation", (json_int_t)p->generation, "spec", p->spec,
 			 "kind", portspec_kind_name(p->ps.kind), "device", p->ps.devname,
 			 "ethdev", p->ethdev == PORT_NO_ETHDEV ? -1 : (int)p->ethdev, "link", port_link_is_up(p) ? "up" : "down",
 			 "peer", peer ? json_string(peer) : json_null(), "mac", mac,
-			 "worker", p->worker, "mtu", (int)p->mtu, "mtu_set", p->mtu_set);
+			 "worker", p->worker, "mtu", (int)p->mtu, "mtu_set", p->mtu_set,
+			 "of_config", ofc);
 	json_object_set_new(o, "rx_queues", json_integer(p->n_rxq));
 	return o;
 }
@@ -1020,13 +1022,45 @@ static json_t *set_port_mtu(json_t *params, struct ctl_error *e)
 	return json_object();
 }
 
+/*
+ * set-port's of_config, which only a flow switch's port takes: its OpenFlow config
+ * (docs/openflow.md, port-mod), names such as "no_fwd,no_flood", or "none". With MTU too
+ * when given; nothing else goes with it.
+ */
+static json_t *set_port_of_config(json_t *params, struct ctl_error *e)
+{
+	const char *text = json_string_value(json_object_get(params, "of_config"));
+	json_t *mtu = json_object_get(params, "mtu");
+	uint32_t config;
+	struct port *p;
+	struct sw *s;
+
+	if ((s = find_switch(params, "switch", e)) == NULL ||
+	    (p = find_port(s, params, "name", e)) == NULL)
+		return NULL;
+	if (s->ops != &fwd_flow_ops)
+		return fail(e, CTL_WRONG_STATE, "switch '%s' is in %s mode; of_config is a flow "
+			    "switch port's OpenFlow config", s->name, s->ops->mode);
+	if (json_object_size(params) != (mtu != NULL ? 4u : 3u))
+		return fail(e, CTL_INVALID_PARAMS, "of_config goes with mtu only");
+	if (port_of_config_parse(text, &config) != 0)
+		return fail(e, CTL_INVALID_PARAMS, "'of_config' must be none or a list of down, "
+			    "no_recv, no_flood, no_fwd, no_packet_in, not '%s'", text);
+	if (mtu != NULL && set_port_mtu(params, e) == NULL)
+		return NULL;
+	__atomic_store_n(&p->of_config, config, __ATOMIC_RELAXED);
+	fwd_flow_ports_changed(s->fwd);
+	return json_object();
+}
+
 static json_t *m_set_port(json_t *params, struct ctl_error *e)
 {
 	static const struct param defs[] = {
 		{ "switch", P_STRING, true }, { "name", P_STRING, true },
 		{ "vlan_mode", P_STRING, false }, { "tag", P_UINT, false },
 		{ "trunks", P_STRING, false }, { "learn_limit", P_UINT, false },
-		{ "storm_pps", P_UINT, false }, { "mtu", P_UINT, false }, { NULL, 0, false } };
+		{ "storm_pps", P_UINT, false }, { "mtu", P_UINT, false },
+		{ "of_config", P_STRING, false }, { NULL, 0, false } };
 	json_t *limit = json_object_get(params, "learn_limit");
 	json_t *storm = json_object_get(params, "storm_pps");
 	json_t *mtu = json_object_get(params, "mtu");
@@ -1043,6 +1077,8 @@ static json_t *m_set_port(json_t *params, struct ctl_error *e)
 			    PORTSPEC_MTU_MAX);
 	if (mtu != NULL && json_object_size(params) == 3)     /* switch, name, mtu: any mode */
 		return set_port_mtu(params, e);
+	if (json_object_get(params, "of_config") != NULL)
+		return set_port_of_config(params, e);
 	if ((s = find_learn_switch(params, e)) == NULL ||
 	    (p = find_port(s, params, "name", e)) == NULL || (rc = vlan_cfg(params, &cfg, e)) < 0)
 		return NULL;
@@ -1054,7 +1090,7 @@ static json_t *m_set_port(json_t *params, struct ctl_error *e)
 			    LEARN_MAX_STORM_PPS);
 	if (rc == 1 && limit == NULL && storm == NULL)
 		return fail(e, CTL_INVALID_PARAMS, "nothing to set (parameters: vlan_mode, tag, "
-			    "trunks, learn_limit, storm_pps, mtu)");
+			    "trunks, learn_limit, storm_pps, mtu; of_config on flow switches)");
 	if (mtu != NULL && set_port_mtu(params, e) == NULL)
 		return NULL;
 	if (rc == 0)

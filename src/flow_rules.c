@@ -303,24 +303,57 @@ static void expire_rules(struct flow *F, uint64_t now)
 		bump_gen(F);
 }
 
-/* Fast-failover groups follow the links: a change of any makes programs stale. */
-static void check_links(struct flow *F)
+static void store_mask(uint64_t *mask, uint64_t value, bool *changed)
 {
-	uint64_t live = 0, present = F->present;
+	if (*mask != value) {
+		__atomic_store_n(mask, value, __ATOMIC_RELAXED);
+		*changed = true;
+	}
+}
+
+/* Fast-failover groups follow the links, and translation the ports' OpenFlow config: a
+ * change of either makes programs stale. A port that is down (PORT_DOWN) is not live. */
+void flow_check_ports(struct flow *F)
+{
+	uint64_t live = 0, present = F->present, m[5] = { 0 };
+	bool changed = false;
 	unsigned int i;
 
 	if (F->ports == NULL)
 		return;
 	for (i = 0; i < SW_MAX_PORTS; i++) {
 		const struct port *p = __atomic_load_n(&F->ports[i], __ATOMIC_ACQUIRE);
+		uint32_t c;
 
-		if ((present & bit(i)) && p != NULL && port_link_is_up(p))
+		if (!(present & bit(i)) || p == NULL)
+			continue;
+		c = __atomic_load_n(&p->of_config, __ATOMIC_RELAXED);
+		if (port_link_is_up(p) && !(c & PORT_OF_DOWN))
 			live |= bit(i);
+		if (c & (PORT_OF_NO_RECV | PORT_OF_DOWN))
+			m[0] |= bit(i);
+		if (c & (PORT_OF_NO_FWD | PORT_OF_DOWN))
+			m[1] |= bit(i);
+		if (c & PORT_OF_NO_FLOOD)
+			m[2] |= bit(i);
+		if (c & PORT_OF_NO_PACKET_IN)
+			m[3] |= bit(i);
+		if (c & PORT_OF_DOWN)
+			m[4] |= bit(i);
 	}
-	if (live != F->live) {
-		__atomic_store_n(&F->live, live, __ATOMIC_RELAXED);
+	store_mask(&F->live, live, &changed);
+	store_mask(&F->no_recv, m[0], &changed);
+	store_mask(&F->no_fwd, m[1], &changed);
+	store_mask(&F->no_flood, m[2], &changed);
+	store_mask(&F->no_pin, m[3], &changed);
+	store_mask(&F->down, m[4], &changed);
+	if (changed)
 		bump_gen(F);
-	}
+}
+
+void fwd_flow_ports_changed(void *state)
+{
+	flow_check_ports(state);
 }
 
 bool flow_tick(void *state)
@@ -330,7 +363,7 @@ bool flow_tick(void *state)
 	bool reclaim = fwd_learn_ops.tick(F->learn);
 
 	drain_pins(F);
-	check_links(F);
+	flow_check_ports(F);
 	/* Meters are shared out among the workers anew ten times a second. */
 	if (now - F->last_balance_tsc >= F->hz / 10) {
 		F->last_balance_tsc = now;

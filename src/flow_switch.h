@@ -151,6 +151,10 @@ struct flow_prog {
 	/* Depends on no header field, only on the input port (rules on in_port alone): every
 	 * frame of a burst has it, so the burst is decided by its first frame. */
 	bool header_free;
+	/* The table whose lookup missed (OpenFlow's table stats: lookups less matches), as
+	 * &F->table_miss[0][table]; count_prog adds a run's frames at [wid][table]. NULL:
+	 * every lookup matched. */
+	uint64_t *miss;
 	struct flow_rule *rules[PROG_MAX_RULES];
 	struct flow_meter *meters[PROG_MAX_METERS];
 	struct flow_group *groups[PROG_MAX_GROUPS];
@@ -238,6 +242,9 @@ struct flow {
 	uint32_t gen;                      /* atomic: bumped on every change */
 	uint64_t present;                  /* atomic: ports attached */
 	uint64_t live;                     /* atomic: attached ports whose link is up */
+	/* atomic: ports whose OpenFlow config (port->of_config) says so; PORT_DOWN is in
+	 * no_recv and no_fwd (and not live). Translation reads them: no per-packet cost. */
+	uint64_t no_recv, no_fwd, no_flood, no_pin, down;
 	void *learn;                       /* the `normal` action's bridge */
 	struct port **ports;               /* the switch's ports (bind) */
 
@@ -251,6 +258,10 @@ struct flow {
 	struct removed_record removed[FLOW_REMOVED_KEEP];
 	unsigned int removed_head, removed_count;
 	uint64_t lookups_at_resort;
+
+	/* Frames whose lookup missed in each table, per worker (written by that worker only,
+	 * through a program's miss pointer); `show` sums them (table stats). */
+	uint64_t table_miss[WK_MAX_WORKERS][FLOW_TABLES] __rte_cache_aligned;
 
 	struct flow_worker w[];
 };
@@ -330,6 +341,9 @@ void flow_meters_balance(struct flow *F);
 void group_free(void *arg);
 /* The control thread's work once a tick: timeouts, links, resorting. True when busy. */
 bool flow_tick(void *state);
+/* Reads the ports' links and OpenFlow config into F's masks (live, no_recv, ...); bumps the
+ * generation when one changed. */
+void flow_check_ports(struct flow *F);
 /* Frees what the workers no longer read. */
 void flow_reclaim(void *state);
 

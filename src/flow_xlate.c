@@ -45,6 +45,9 @@ struct xlate {
 	struct flow_key wc;
 	bool reads_headers;
 	bool no_live_bucket;
+	/* An output the ports' OpenFlow config left out (port_no_fwd, port_down,
+	 * port_no_packet_in): the drop reason if nothing else is sent. */
+	uint8_t config_drop;
 	unsigned int depth;
 	struct xlate_trace *tr;
 };
@@ -138,6 +141,34 @@ static void output_controller(struct xlate *x, uint8_t reason, uint16_t max_len)
 	e->cookie = x->rule != NULL ? x->rule->cookie : 0;
 }
 
+/* PORTS less those whose OpenFlow config forbids sending (NO_FWD, PORT_DOWN; NO_FLOOD
+ * too for a flood), noted as the drop reason should nothing be sent. */
+static uint64_t config_allows(struct xlate *x, uint64_t ports, bool flood)
+{
+	uint64_t no_fwd = __atomic_load_n(&x->F->no_fwd, __ATOMIC_RELAXED);
+	uint64_t down = __atomic_load_n(&x->F->down, __ATOMIC_RELAXED);
+	uint64_t blocked = no_fwd | (flood ? __atomic_load_n(&x->F->no_flood, __ATOMIC_RELAXED) :
+				     0);
+
+	if (!(ports & blocked))
+		return ports;
+	tr_printf(x, "    %u port(s) left out: OpenFlow port config %s",
+		  (unsigned int)__builtin_popcountll(ports & blocked),
+		  flood ? "no_fwd, no_flood or down" : "no_fwd or down");
+	x->config_drop = (ports & blocked & ~down) ? STATS_DROP_PORT_NO_FWD :
+			 STATS_DROP_PORT_DOWN;
+	return ports & ~blocked;
+}
+
+/* A table's table-miss entry (OpenFlow 1.3, 5.4): priority 0 and an empty match. Its
+ * packet-ins have reason OFPR_NO_MATCH (0), every other rule's OFPR_ACTION (1). */
+static bool is_table_miss(const struct flow_rule *r)
+{
+	static const struct flow_key none;
+
+	return r != NULL && r->cls.priority == 0 && flow_key_equal(&r->cls.match.mask, &none);
+}
+
 static void do_output(struct xlate *x, const struct flow_action *a)
 {
 	uint64_t present = __atomic_load_n(&x->F->present, __ATOMIC_RELAXED);
@@ -146,13 +177,14 @@ static void do_output(struct xlate *x, const struct flow_action *a)
 	switch (a->port) {
 	case FLOW_PORT_IN_PORT:
 		tr_printf(x, "output to the input port %s", tr_port(x, x->in, nb, sizeof(nb)));
-		output_ports(x, bit(x->in));
+		output_ports(x, config_allows(x, bit(x->in), false));
 		return;
 	case FLOW_PORT_FLOOD:
 	case FLOW_PORT_ALL:
 		tr_printf(x, "%s: every port but the input", a->port == FLOW_PORT_ALL ? "all" :
 			  "flood");
-		output_ports(x, present & ~bit(x->in));
+		output_ports(x, config_allows(x, present & ~bit(x->in),
+					      a->port == FLOW_PORT_FLOOD));
 		return;
 	case FLOW_PORT_NORMAL:
 		tr_printf(x, "normal: the learning bridge decides when the packet runs");
@@ -160,8 +192,14 @@ static void do_output(struct xlate *x, const struct flow_action *a)
 			return;
 		return;
 	case FLOW_PORT_CONTROLLER:
+		if (__atomic_load_n(&x->F->no_pin, __ATOMIC_RELAXED) & bit(x->in)) {
+			tr_printf(x, "controller: the input port is no_packet_in, nothing sent");
+			x->config_drop = STATS_DROP_PORT_NO_PACKET_IN;
+			return;
+		}
 		tr_printf(x, "controller: queued for the control side (max_len %u)", a->arg);
-		output_controller(x, 1, (uint16_t)RTE_MIN(a->arg, (uint32_t)UINT16_MAX));
+		output_controller(x, is_table_miss(x->rule) ? 0 : 1,
+				  (uint16_t)RTE_MIN(a->arg, (uint32_t)UINT16_MAX));
 		return;
 	case FLOW_PORT_LOCAL:
 		tr_printf(x, "output to LOCAL: this switch has no local port, nothing sent");
@@ -180,7 +218,7 @@ static void do_output(struct xlate *x, const struct flow_action *a)
 		return;
 	}
 	tr_printf(x, "output to %s", tr_port(x, a->port, nb, sizeof(nb)));
-	output_ports(x, bit(a->port));
+	output_ports(x, config_allows(x, bit(a->port), false));
 }
 
 /* Appends a header change; the changes so far are moved to the end first if a group
@@ -625,6 +663,7 @@ void flow_translate(const struct flow *F, uint16_t in, const struct flow_key *k,
 	x.rule = NULL;
 	x.table = 0;
 	x.expired = x.no_live_bucket = x.reads_headers = false;
+	x.config_drop = 0;
 	x.depth = 0;
 	x.tr = tr;
 	memset(&x.wc, 0, sizeof(x.wc));
@@ -632,7 +671,22 @@ void flow_translate(const struct flow *F, uint16_t in, const struct flow_key *k,
 
 	p->n_rules = p->n_egress = p->n_mods = p->n_meters = p->n_groups = p->lost_egress = 0;
 	p->cacheable = true;
+	p->miss = NULL;
 	p->drop = STATS_DROP_ACTION_DROP;
+	if (__atomic_load_n(&F->no_recv, __ATOMIC_RELAXED) & bit(in)) {
+		/* The port's OpenFlow config: what it receives goes nowhere (per input port,
+		 * so the caches hold it and the data path pays nothing for it). */
+		bool down = __atomic_load_n(&F->down, __ATOMIC_RELAXED) & bit(in);
+
+		tr_printf(&x, "the input port is %s (OpenFlow port config): dropped",
+			  down ? "down" : "no_recv");
+		p->drop = down ? STATS_DROP_PORT_DOWN : STATS_DROP_PORT_NO_RECV;
+		p->header_free = true;
+		if (wc != NULL)
+			megaflow_mask(&x, wc);
+		p->simple = PROG_NOT_SIMPLE;
+		return;
+	}
 	for (;;) {
 		const struct cls_rule *c = cls_lookup(tables->t[table], &x.k, worker, &x.wc);
 		struct flow_rule *r = (struct flow_rule *)(uintptr_t)c;
@@ -644,6 +698,7 @@ void flow_translate(const struct flow *F, uint16_t in, const struct flow_key *k,
 				  table);
 			if (p->n_egress == 0)
 				p->drop = STATS_DROP_NO_MATCH;
+			p->miss = (uint64_t *)&F->table_miss[0][table];
 			break;
 		}
 		x.rule = r;
@@ -673,7 +728,8 @@ void flow_translate(const struct flow *F, uint16_t in, const struct flow_key *k,
 		run_action_set(&x);
 	if (p->n_egress == 0)
 		p->drop = x.expired ? STATS_DROP_TTL_EXPIRED :
-			  x.no_live_bucket ? STATS_DROP_GROUP_NO_LIVE_BUCKET : p->drop;
+			  x.no_live_bucket ? STATS_DROP_GROUP_NO_LIVE_BUCKET :
+			  x.config_drop != 0 ? x.config_drop : p->drop;
 	p->header_free = !x.reads_headers && port_only(&x.wc);
 	if (wc != NULL)
 		megaflow_mask(&x, wc);

@@ -323,6 +323,8 @@ static void count_prog(const struct flow_prog *p, unsigned int wid, uint64_t pac
 		stats_add(&p->groups[j]->counts[wid].packets, packets);
 		stats_add(&p->groups[j]->counts[wid].bytes, bytes);
 	}
+	if (unlikely(p->miss != NULL))          /* F->table_miss[wid][table] */
+		stats_add(p->miss + (size_t)wid * FLOW_TABLES, packets);
 }
 
 /* Hands the frames `normal` took to the embedded bridge, and its decisions back to FB. */
@@ -901,6 +903,7 @@ static void flow_port_added(void *state, uint16_t index)
 
 	fwd_learn_ops.port_added(F->learn, index);
 	__atomic_store_n(&F->present, F->present | bit(index), __ATOMIC_RELAXED);
+	flow_check_ports(F);            /* the new port's config, none of an old one's */
 	bump_gen(F);
 }
 
@@ -911,6 +914,7 @@ static void flow_port_removed(void *state, uint16_t index)
 	fwd_learn_ops.port_removed(F->learn, index);
 	__atomic_store_n(&F->present, F->present & ~bit(index), __ATOMIC_RELAXED);
 	__atomic_store_n(&F->live, F->live & ~bit(index), __ATOMIC_RELAXED);
+	flow_check_ports(F);
 	bump_gen(F);
 }
 
@@ -1096,14 +1100,18 @@ static json_t *flow_describe(void *state, const char *const *port_names)
 		uncacheable += stats_read(&F->w[i].uncacheable);
 	}
 	for (i = 0; i < FLOW_TABLES; i++) {
-		unsigned int n = cls_count(F->tables->t[i]);
+		unsigned int n = cls_count(F->tables->t[i]), k;
+		uint64_t missed = 0;
 
+		for (k = 0; k < F->n_workers; k++)
+			missed += stats_read(&F->table_miss[k][i]);
 		rules += n;
 		subtables += cls_subtables(F->tables->t[i]);
-		if (n > 0)
-			json_array_append_new(tables, json_pack("{s:i, s:i, s:i}", "table", i,
+		if (n > 0 || missed > 0)
+			json_array_append_new(tables, json_pack("{s:i, s:i, s:i, s:I}", "table", i,
 								"rules", n, "subtables",
-								cls_subtables(F->tables->t[i])));
+								cls_subtables(F->tables->t[i]),
+								"missed", (json_int_t)missed));
 	}
 	o = json_pack("{s:i, s:i, s:i, s:i, s:o, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
 		      "rules", rules, "subtables", subtables, "groups", F->groups->n, "meters",

@@ -71,6 +71,9 @@ json_t *fwd_flow_packet_ins(void *state, unsigned int max);
  * their match, the reason and their final counters (flow-removed for the agent). */
 json_t *fwd_flow_removed(void *state, unsigned int max);
 
+/* A port's OpenFlow config (port->of_config) changed: the switch follows it at once. */
+void fwd_flow_ports_changed(void *state);
+
 /* The learning bridge the `normal` action uses (its address table: fdb-* verbs). */
 void *fwd_flow_learn(void *state);
 

@@ -601,6 +601,19 @@ static struct port *port_prepare(const char *name, const char *spec, enum port_e
 		rte_free(p);
 		return NULL;
 	}
+	if (p->ps.memif_zero_copy) {
+		/*
+		 * DPDK 22.11's memif client in zero-copy mode hands the EAL's own descriptor of
+		 * the hugepage file to the server and then closes it once connected: the next
+		 * zero-copy connection (a second port, or this one reconnecting) sends a closed
+		 * descriptor, or whatever file has since taken its number (docs/ports.md).
+		 */
+		snprintf(err, err_len, "memif zero_copy=yes: not yet (DPDK 22.11's memif closes "
+			 "the EAL's hugepage descriptor after the first zero-copy connection, so a "
+			 "second port or a reconnection would share a closed or reused descriptor)");
+		rte_free(p);
+		return NULL;
+	}
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->spec, sizeof(p->spec), "%s", spec);
 	p->id = (uint16_t)(slot + 1);
@@ -920,4 +933,50 @@ uint64_t port_rx_missed(const struct port *p)
 	if (rte_eth_stats_get(p->ethdev, &st) != 0)
 		return 0;
 	return st.imissed + st.rx_nombuf - p->baseline_missed;
+}
+
+static const struct {
+	uint32_t bit;
+	const char *name;
+} of_config_names[] = {
+	{ PORT_OF_DOWN, "down" }, { PORT_OF_NO_RECV, "no_recv" },
+	{ PORT_OF_NO_FLOOD, "no_flood" }, { PORT_OF_NO_FWD, "no_fwd" },
+	{ PORT_OF_NO_PACKET_IN, "no_packet_in" },
+};
+
+void port_of_config_format(uint32_t config, char *buf, size_t len)
+{
+	size_t used = 0, i;
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	for (i = 0; i < RTE_DIM(of_config_names); i++)
+		if ((config & of_config_names[i].bit) && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+						 of_config_names[i].name);
+}
+
+int port_of_config_parse(const char *text, uint32_t *config)
+{
+	const char *p = text;
+
+	*config = 0;
+	if (strcmp(text, "none") == 0 || text[0] == '\0')
+		return 0;
+	while (*p != '\0') {
+		size_t n = strcspn(p, ","), i;
+
+		for (i = 0; i < RTE_DIM(of_config_names); i++)
+			if (strlen(of_config_names[i].name) == n &&
+			    strncmp(p, of_config_names[i].name, n) == 0)
+				break;
+		if (i == RTE_DIM(of_config_names))
+			return -1;
+		*config |= of_config_names[i].bit;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
 }

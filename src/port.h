@@ -61,6 +61,9 @@ struct port {
 	uint32_t max_frame;
 	struct sw *sw;
 	bool link_up;                 /* atomic access */
+	/* A flow switch port's OpenFlow config (PORT_OF_*; port-mod, set-port of_config):
+	 * written by the control thread, read (atomic) when the switch translates. */
+	uint32_t of_config;
 	struct port_counters counters[WK_MAX_WORKERS];
 	struct port_rxq rxq[PORT_MAX_RXQ];
 
@@ -86,6 +89,15 @@ struct port {
 };
 
 /* Error classes of port set-up, for the control protocol's codes. */
+/* OpenFlow 1.3's ofp_port_config bits (NO_FLOOD is 1.0's, which OVS keeps in 1.3). */
+#define PORT_OF_DOWN        (1u << 0)
+#define PORT_OF_NO_RECV     (1u << 2)
+#define PORT_OF_NO_FLOOD    (1u << 4)
+#define PORT_OF_NO_FWD      (1u << 5)
+#define PORT_OF_NO_PACKET_IN (1u << 6)
+#define PORT_OF_ALL (PORT_OF_DOWN | PORT_OF_NO_RECV | PORT_OF_NO_FLOOD | PORT_OF_NO_FWD | \
+		     PORT_OF_NO_PACKET_IN)
+
 enum port_error { PORT_ERR_SPEC = 1, PORT_ERR_DEVICE, PORT_ERR_LIMIT, PORT_ERR_EXISTS,
 		  PORT_ERR_BUSY };
 
@@ -202,6 +214,11 @@ static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rt
 }
 
 /* Frees the pools; call after every port is destroyed. */
+/* A flow switch port's OpenFlow config as names ("no_fwd,no_flood"; "" for none), and
+ * back: TEXT is such a list, or "none"; -1 for an unknown name. */
+void port_of_config_format(uint32_t config, char *buf, size_t len);
+int port_of_config_parse(const char *text, uint32_t *config);
+
 void port_fini(void);
 
 #endif

@@ -72,6 +72,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "ring_size", V_UINT, false, 2, 16384 },
 		{ "rx_queues", V_UINT, false, 1, PORTSPEC_MEMIF_MAX_RX_QUEUES },
 		{ "queues", V_UINT, false, 1, PORTSPEC_MAX_QUEUES },
+		{ "zero_copy", V_BOOL, false, 0, 0 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_PCAP] = { "pcap", "net_pcap", false, {
 		{ "rx", V_PATH, false, 0, 0 },
@@ -558,6 +559,22 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 			if ((slots & (slots - 1)) != 0)
 				return fail(err, len, "memif: 'ring_size' must be a power of two");
 			rc |= add_arg(out, "rsize=%d", __builtin_ctzl(slots));
+		}
+		if (is_true(lookup(items, n, "zero_copy"))) {
+			/*
+			 * The client's own packet buffers become the shared memory (DPDK's
+			 * zero-copy=yes): a server has none to offer, and a frame must fit
+			 * one buffer (no bsize applies), since chained frames were mixed up.
+			 */
+			if (out->path_is_server)
+				return fail(err, len, "memif: 'zero_copy' is for the client only (the "
+					    "client's packet buffers are the shared memory)");
+			if (out->mtu + PORTSPEC_FRAME_OVERHEAD > PORTSPEC_MEMIF_BUFFER)
+				return fail(err, len, "memif: 'zero_copy' takes an mtu up to %d (a "
+					    "frame must fit one packet buffer)",
+					    PORTSPEC_MEMIF_BUFFER - PORTSPEC_FRAME_OVERHEAD);
+			out->memif_zero_copy = true;
+			rc |= add_arg(out, "zero-copy=yes");
 		}
 		/*
 		 * A jumbo MTU gets buffers that hold a whole frame (bsize, used by the client,

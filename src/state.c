@@ -300,6 +300,11 @@ static void add_switch_requests(json_t *out, json_t *sw)
 			add_request(out, "set-port", json_pack("{ss sO sO}", "switch", name,
 				    "name", json_object_get(p, "name"),
 				    "mtu", json_object_get(p, "mtu")));
+		/* A flow switch port's OpenFlow config (port-mod, set-port of_config). */
+		if (json_string_length(json_object_get(p, "of_config")) > 0)
+			add_request(out, "set-port", json_pack("{ss sO sO}", "switch", name,
+				    "name", json_object_get(p, "name"),
+				    "of_config", json_object_get(p, "of_config")));
 	}
 	json_array_foreach(json_object_get(sw, "links"), i, link)
 		add_request(out, "patch", json_pack("{ss sO sO}", "switch", name,

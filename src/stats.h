@@ -31,7 +31,11 @@
 	X(CONTROLLER_QUEUE_FULL, "controller_queue_full") \
 	X(GROUP_NO_LIVE_BUCKET, "group_no_live_bucket") \
 	X(MTU_EXCEEDED, "mtu_exceeded")  \
-	X(VXLAN_NO_TUNNEL, "vxlan_no_tunnel")
+	X(VXLAN_NO_TUNNEL, "vxlan_no_tunnel") \
+	X(PORT_DOWN, "port_down")       \
+	X(PORT_NO_RECV, "port_no_recv") \
+	X(PORT_NO_FWD, "port_no_fwd")   \
+	X(PORT_NO_PACKET_IN, "port_no_packet_in")
 
 enum stats_drop {
 #define STATS_DROP_ENUM(sym, name) STATS_DROP_##sym,

@@ -113,6 +113,12 @@ struct vhf {
 	bool registered;
 };
 
+/* A guest's memory table as one burst uses it: the region of the last hit is tried first. */
+struct vhf_xlate {
+	const struct vhf_mem *mem;
+	const struct vhf_region *hint;
+};
+
 /* A piece of a frame: where it is in our address space. */
 struct vhf_seg {
 	uint8_t *p;
@@ -138,18 +144,43 @@ static struct vhf *vhf_by_vid(int vid)
 
 /* ---- the data path ---- */
 
-/* Our address of guest buffer [GPA, GPA+LEN), or NULL when no one region holds it. */
-static inline uint8_t *gpa_to_va(const struct vhf_mem *m, uint64_t gpa, uint32_t len)
+/*
+ * Our address of guest buffer [GPA, GPA+LEN) in X's memory, or NULL when no one region holds
+ * it. X remembers the region that held the last buffer looked up: a guest's buffers come
+ * from one or two regions, so it is nearly always the one, and the walk is skipped.
+ */
+static inline uint8_t *gpa_to_va(struct vhf_xlate *x, uint64_t gpa, uint32_t len)
 {
+	const struct vhf_region *r = x->hint;
 	uint32_t i;
 
-	for (i = 0; i < m->n_regions; i++) {
-		const struct vhf_region *r = &m->regions[i];
-
-		if (gpa >= r->gpa && gpa + len <= r->end && gpa + len >= gpa)
+	if (gpa + len < gpa)
+		return NULL;
+	if (likely(r != NULL) && gpa >= r->gpa && gpa + len <= r->end)
+		return (uint8_t *)(uintptr_t)(gpa + r->offset);
+	for (i = 0; i < x->mem->n_regions; i++) {
+		r = &x->mem->regions[i];
+		if (gpa >= r->gpa && gpa + len <= r->end) {
+			x->hint = r;
 			return (uint8_t *)(uintptr_t)(gpa + r->offset);
+		}
 	}
 	return NULL;
+}
+
+/*
+ * Asks for the cache line at P in the state a store needs (x86 PREFETCHW): the receiver's
+ * buffers and both used rings were last written or read by the guests' CPU, and a store
+ * that finds its line elsewhere waits in the store buffer; a few dozen of those fill it
+ * and stall the copies. Issued for the whole burst ahead, their misses overlap.
+ */
+static inline void prefetch_for_store(const void *p)
+{
+#if defined(RTE_ARCH_X86)
+	asm volatile("prefetchw %0" : : "m"(*(const volatile uint8_t *)p));
+#else
+	rte_prefetch0_write(p);
+#endif
 }
 
 static inline uint16_t avail_idx(const struct vhf_ring *r)
@@ -198,7 +229,7 @@ static void used_publish(struct vhf_ring *r)
  * virtio-net header skipped, into SEGS (room for MAX_SEGS). Returns the frame's length, or
  * -1 for a chain that is not a readable, translatable, loop-free frame.
  */
-static int take_frame(const struct vhf_dev *d, const struct vhf_mem *m,
+static int take_frame(const struct vhf_dev *d, struct vhf_xlate *x,
 		      const struct vhf_ring *r, uint16_t head, struct vhf_seg *segs,
 		      unsigned int max_segs, unsigned int *n_segs)
 {
@@ -217,7 +248,7 @@ static int take_frame(const struct vhf_dev *d, const struct vhf_mem *m,
 		len = desc->len;
 		if ((desc->flags & (VRING_DESC_F_WRITE | VRING_DESC_F_INDIRECT)) != 0)
 			return -1;
-		p = gpa_to_va(m, desc->addr, len);
+		p = gpa_to_va(x, desc->addr, len);
 		if (p == NULL && len != 0)
 			return -1;
 		if (skip >= len) {
@@ -279,12 +310,23 @@ static inline uint32_t src_copy(struct vhf_src *s, uint8_t *dst, uint32_t room)
 	return done;
 }
 
+/* Zeroes a virtio-net header of LEN bytes (12 or 10) with fixed-size stores, no call. */
+static inline void hdr_clear(uint8_t *p, uint16_t len)
+{
+	static const struct virtio_net_hdr_mrg_rxbuf zero;
+
+	if (likely(len == sizeof(zero)))
+		memcpy(p, &zero, sizeof(zero));
+	else
+		memcpy(p, &zero, sizeof(struct virtio_net_hdr));
+}
+
 /*
  * Fills the buffer chain HEAD of receive ring R (writable descriptors) from S: the header
  * first when *HDR is NULL (it is then set). Returns the bytes written, or -1 for a chain
  * that is not writable and translatable.
  */
-static int64_t fill_chain(const struct vhf_dev *d, const struct vhf_mem *m,
+static int64_t fill_chain(const struct vhf_dev *d, struct vhf_xlate *x,
 			  const struct vhf_ring *r, uint16_t head, struct vhf_src *s,
 			  struct virtio_net_hdr_mrg_rxbuf **hdr)
 {
@@ -303,14 +345,14 @@ static int64_t fill_chain(const struct vhf_dev *d, const struct vhf_mem *m,
 		if ((desc->flags & (VRING_DESC_F_WRITE | VRING_DESC_F_INDIRECT)) !=
 		    VRING_DESC_F_WRITE)
 			return -1;
-		p = gpa_to_va(m, desc->addr, len);
+		p = gpa_to_va(x, desc->addr, len);
 		if (p == NULL)
 			return -1;
 		if (*hdr == NULL) {
 			if (len < d->hdr_len)
 				return -1;
 			*hdr = (struct virtio_net_hdr_mrg_rxbuf *)p;
-			memset(p, 0, d->hdr_len);
+			hdr_clear(p, d->hdr_len);
 			p += d->hdr_len;
 			len -= d->hdr_len;
 			written += d->hdr_len;
@@ -327,7 +369,7 @@ static int64_t fill_chain(const struct vhf_dev *d, const struct vhf_mem *m,
  * chain, or as many as it takes with mergeable buffers. The used entries are written, not
  * published. FULL or BAD leave R as it was (the frame is the caller's to drop).
  */
-static enum vhf_put put_frame(const struct vhf_dev *d, const struct vhf_mem *m,
+static enum vhf_put put_frame(const struct vhf_dev *d, struct vhf_xlate *x,
 			      struct vhf_ring *r, uint16_t avail, struct vhf_src *s)
 {
 	uint16_t saved_avail, saved_used, n_bufs = 0;
@@ -350,7 +392,7 @@ static enum vhf_put put_frame(const struct vhf_dev *d, const struct vhf_mem *m,
 			goto undo;
 		}
 		head = next_head(r);
-		written = fill_chain(d, m, r, head, s, &hdr);
+		written = fill_chain(d, x, r, head, s, &hdr);
 		if (written < 0) {
 			why = VHF_PUT_BAD;
 			goto undo;
@@ -416,29 +458,24 @@ struct vhf_frame {
 };
 
 /*
- * Reads the burst's chains from the sender (pass 1), with the loads of every descriptor,
- * then of every frame's first bytes, issued before any is waited for: with the guest on
- * another CPU each is a cache miss, and overlapping them is most of the speed at 64 B.
- * Returns the frames read.
+ * Reads the burst's chains HEADS from the sender, whose descriptors the caller prefetched:
+ * each frame's pieces, and its first bytes prefetched. Returns the frames read.
  */
-static uint16_t read_burst(const struct vhf_dev *d, const struct vhf_mem *m,
-			   struct vhf_ring *r, uint16_t n, struct vhf_frame *f,
+static uint16_t read_burst(const struct vhf_dev *d, struct vhf_xlate *x, struct vhf_ring *r,
+			   const uint16_t *heads, uint16_t n, struct vhf_frame *f,
 			   struct vhf_seg *segs)
 {
 	unsigned int used = 0, k;
 	uint16_t i;
 
 	for (i = 0; i < n; i++) {
-		f[i].head = r->avail->ring[(uint16_t)(r->last_avail + i) & r->mask];
-		rte_prefetch0(&r->desc[f[i].head & r->mask]);
-	}
-	for (i = 0; i < n; i++) {
 		unsigned int room = RTE_MIN(VHF_BURST_SEGS - used, (unsigned int)VHF_MAX_SEGS);
 
 		if (room < VHF_MAX_SEGS && i > 0)
 			break;
+		f[i].head = heads[i];
 		f[i].seg = (uint16_t)used;
-		f[i].len = take_frame(d, m, r, f[i].head, &segs[used], room, &k);
+		f[i].len = take_frame(d, x, r, f[i].head, &segs[used], room, &k);
 		f[i].n_segs = f[i].len < 0 ? 0 : (uint16_t)k;
 		if (f[i].len > 0)
 			rte_prefetch0(segs[used].p);
@@ -448,14 +485,72 @@ static uint16_t read_burst(const struct vhf_dev *d, const struct vhf_mem *m,
 	return i;
 }
 
-/* Pass 2's loads for the receiver: the descriptors of the next N buffers it posted. */
-static void prefetch_buffers(const struct vhf_ring *r, uint16_t avail, uint16_t n)
+/* Takes the heads of R's next N avail entries into HEADS and prefetches their descriptors. */
+static inline void read_heads(const struct vhf_ring *r, uint16_t n, uint16_t *heads)
 {
-	uint16_t j, have = (uint16_t)(avail - r->last_avail);
+	uint16_t i;
 
-	for (j = 0; j < RTE_MIN(n, have); j++)
-		rte_prefetch0(&r->desc[r->avail->ring[(uint16_t)(r->last_avail + j) & r->mask] &
-				       r->mask]);
+	for (i = 0; i < n; i++) {
+		heads[i] = r->avail->ring[(uint16_t)(r->last_avail + i) & r->mask];
+		rte_prefetch0(&r->desc[heads[i] & r->mask]);
+	}
+}
+
+/*
+ * Prefetches for storing the lines of R's used ring that the next N entries fill, except the
+ * ring's first line: it holds the index the guest polls, and taking it early would only make
+ * the guest take it back before our store.
+ */
+static inline void prefetch_used_line(const struct vhf_ring *r, uint16_t i)
+{
+	const uint8_t *line0 = RTE_PTR_ALIGN_FLOOR((const uint8_t *)&r->used->idx,
+						   RTE_CACHE_LINE_SIZE);
+	const uint8_t *p = RTE_PTR_ALIGN_FLOOR(
+		(const uint8_t *)&r->used->ring[(uint16_t)(r->last_used + i) & r->mask],
+		RTE_CACHE_LINE_SIZE);
+
+	if (p != line0)
+		prefetch_for_store(p);
+}
+
+static inline void prefetch_used(const struct vhf_ring *r, uint16_t n)
+{
+	const uint16_t per_line = RTE_CACHE_LINE_SIZE / sizeof(struct vring_used_elem);
+	uint16_t i;
+
+	/* An entry in each line the N entries cover: every per_line-th, and the last. */
+	for (i = 0; i < n; i = (uint16_t)(i + per_line))
+		prefetch_used_line(r, i);
+	if (n > 0)
+		prefetch_used_line(r, (uint16_t)(n - 1));
+}
+
+/*
+ * Prefetches for storing the receiver's buffers that frames F will most likely fill: the
+ * first buffer of each of the next N avail entries (HEADS, their descriptors read in this
+ * burst already), as many lines as the header and frame I take. A guess only (a frame over
+ * several buffers shifts the rest): nothing is written or kept.
+ */
+static void prefetch_receiver(const struct vhf_ring *r, struct vhf_xlate *x,
+			      const uint16_t *heads, uint16_t n, const struct vhf_frame *f,
+			      uint16_t hdr_len)
+{
+	uint16_t j;
+
+	for (j = 0; j < n; j++) {
+		const struct vring_desc *desc = &r->desc[heads[j] & r->mask];
+		uint32_t len = desc->len, want;
+		const uint8_t *p, *q;
+
+		p = gpa_to_va(x, desc->addr, len);
+		if (p == NULL || len == 0)
+			continue;
+		want = RTE_MIN(len, hdr_len + (uint32_t)RTE_MAX(f[j].len, 0));
+		want = RTE_MIN(want, 4u * RTE_CACHE_LINE_SIZE);  /* longer copies stream */
+		for (q = RTE_PTR_ALIGN_FLOOR(p, RTE_CACHE_LINE_SIZE); q < p + want;
+		     q += RTE_CACHE_LINE_SIZE)
+			prefetch_for_store(q);
+	}
 }
 
 int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint32_t max_frame,
@@ -463,10 +558,11 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 {
 	struct vhf_dev *di = dev_of(in), *dout = dev_of(out);
 	struct vhf_frame frames[FWD_MAX_BURST];
+	uint16_t in_heads[FWD_MAX_BURST], out_heads[FWD_MAX_BURST];
 	struct vhf_seg segs[VHF_BURST_SEGS];
-	const struct vhf_mem *mi, *mo;
+	struct vhf_xlate xi, xo;
 	struct vhf_ring *rin, *rout;
-	uint16_t n, i, out_avail;
+	uint16_t n, i, out_avail, n_out;
 
 	if (di == NULL || dout == NULL || !vring_usable(in, di, VHF_TXQ) ||
 	    !vring_usable(out, dout, 2u * q))
@@ -477,12 +573,23 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 	n = (uint16_t)(avail_idx(rin) - rin->last_avail);
 	if (n == 0)
 		return 0;
-	n = RTE_MIN(n, RTE_MIN(max, (uint16_t)FWD_MAX_BURST));
-	mi = mem_of(di);
-	mo = mem_of(dout);
 	out_avail = avail_idx(rout);
-	prefetch_buffers(rout, out_avail, n);
-	n = read_burst(di, mi, rin, n, frames, segs);
+	n = RTE_MIN(n, RTE_MIN(max, (uint16_t)FWD_MAX_BURST));
+	n_out = RTE_MIN(n, (uint16_t)(out_avail - rout->last_avail));
+	xi = (struct vhf_xlate){ .mem = mem_of(di) };
+	xo = (struct vhf_xlate){ .mem = mem_of(dout) };
+	/*
+	 * With the guests on the other CPU nearly every load and store below misses: the
+	 * passes issue each kind for the whole burst before any is waited for. Avail entries
+	 * and their descriptors of both rings; the used lines to be written; the sender's
+	 * chains and frames; the receiver's buffers; then the copies.
+	 */
+	read_heads(rin, n, in_heads);
+	read_heads(rout, n_out, out_heads);
+	prefetch_used(rin, n);
+	prefetch_used(rout, n_out);
+	n = read_burst(di, &xi, rin, in_heads, n, frames, segs);
+	prefetch_receiver(rout, &xo, out_heads, RTE_MIN(n, n_out), frames, dout->hdr_len);
 	for (i = 0; i < n; i++) {
 		const struct vhf_frame *f = &frames[i];
 		struct vhf_src s;
@@ -500,7 +607,7 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 		}
 		s = (struct vhf_src){ .segs = &segs[f->seg], .n = f->n_segs,
 				      .left = (uint32_t)f->len };
-		if (put_frame(dout, mo, rout, out_avail, &s) == VHF_PUT_OK) {
+		if (put_frame(dout, &xo, rout, out_avail, &s) == VHF_PUT_OK) {
 			res->sent++;
 			res->sent_bytes += (uint32_t)f->len;
 		} else {
@@ -550,11 +657,13 @@ uint16_t vhf_rx_burst(struct vhf *v, struct rte_mbuf **pkts, uint16_t n)
 	struct vhf_dev *d = dev_of(v);
 	struct vhf_seg segs[VHF_MAX_SEGS];
 	uint16_t avail, i, got = 0;
+	struct vhf_xlate x;
 	struct vhf_ring *r;
 
 	if (d == NULL || !vring_usable(v, d, VHF_TXQ))
 		return 0;
 	r = &d->rings[VHF_TXQ];
+	x = (struct vhf_xlate){ .mem = mem_of(d) };
 	avail = (uint16_t)(avail_idx(r) - r->last_avail);
 	n = RTE_MIN(n, avail);
 	for (i = 0; i < n; i++) {
@@ -564,7 +673,7 @@ uint16_t vhf_rx_burst(struct vhf *v, struct rte_mbuf **pkts, uint16_t n)
 		int len;
 
 		head = next_head(r);
-		len = take_frame(d, mem_of(d), r, head, segs, VHF_MAX_SEGS, &n_segs);
+		len = take_frame(d, &x, r, head, segs, VHF_MAX_SEGS, &n_segs);
 		if (len <= 0) {
 			used_put(r, head, 0);
 			__atomic_store_n(&v->rx_missed, v->rx_missed + 1, __ATOMIC_RELAXED);
@@ -600,21 +709,21 @@ static unsigned int mbuf_segs(const struct rte_mbuf *m, struct vhf_seg *segs)
 uint16_t vhf_tx_burst(struct vhf *v, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct vhf_dev *d = dev_of(v);
-	const struct vhf_mem *m;
 	struct vhf_seg segs[VHF_MAX_SEGS];
 	uint16_t avail, sent = 0;
+	struct vhf_xlate x;
 	struct vhf_ring *r;
 
 	if (d == NULL || !vring_usable(v, d, 2u * q))
 		return 0;
 	r = &d->rings[2u * q];
-	m = mem_of(d);
+	x = (struct vhf_xlate){ .mem = mem_of(d) };
 	avail = avail_idx(r);
 	for (sent = 0; sent < n; sent++) {
 		struct vhf_src s = { .segs = segs, .left = pkts[sent]->pkt_len };
 
 		s.n = mbuf_segs(pkts[sent], segs);
-		if (s.n == 0 || put_frame(d, m, r, avail, &s) != VHF_PUT_OK)
+		if (s.n == 0 || put_frame(d, &x, r, avail, &s) != VHF_PUT_OK)
 			break;
 	}
 	used_publish(r);

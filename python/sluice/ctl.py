@@ -177,7 +177,8 @@ def run_metrics(params: dict[str, Any], transport: Transport, stdout: TextIO,
 
 SET_PORT_KEYS = {"vlan-mode": ("vlan_mode", str), "tag": ("tag", _count),
                  "trunks": ("trunks", str), "learn-limit": ("learn_limit", _count),
-                 "storm-pps": ("storm_pps", _count), "mtu": ("mtu", _count)}
+                 "storm-pps": ("storm_pps", _count), "mtu": ("mtu", _count),
+                 "of-config": ("of_config", str)}
 
 
 def port_settings(params: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +227,8 @@ VERBS: tuple[Verb, ...] = (
          (SWITCH, Arg("aging", "seconds", option="--aging", metavar="S", type=_count),
           Arg("forward_reserved", "yes or no: relay 01:80:C2:00:00:0X frames (default no)",
               option="--forward-reserved", metavar="YES|NO", type=_yes_no))),
-    Verb("set-port", "a port's MTU; a learn switch port's VLAN mode, learn and storm limits",
+    Verb("set-port", "a port's MTU; a learn switch port's VLAN mode, learn and storm limits; "
+         "a flow switch port's OpenFlow config",
          "Set KEY=VALUE settings of port NAME of SWITCH: mtu=N (any switch: the largest "
          "IP packet the port sends, 68 to 9600; set on the device too where it has an "
          "MTU; longer frames are dropped as 'mtu_exceeded'), and on learn switches "
@@ -236,12 +238,16 @@ VERBS: tuple[Verb, ...] = (
          "means untagged frames), learn-limit=N (addresses the port may learn; 0: no "
          "limit), storm-pps=N (frames a second the port may flood: broadcast, multicast "
          "and unknown unicast; the rest are dropped as 'storm'; 0: no limit). A VLAN "
-         "change forgets what the port had learned.",
+         "change forgets what the port had learned. On flow switches of-config=LIST sets "
+         "the port's OpenFlow config (what an OpenFlow port-mod sets): none, or a comma "
+         "list of down, no_recv, no_fwd, no_flood, no_packet_in (docs/openflow.md).",
          ("set-port br0 vm1 mtu=9000", "set-port br0 vm1 vlan-mode=access tag=10",
           "set-port br0 uplink vlan-mode=trunk trunks=10,20",
-          "set-port br0 vm2 learn-limit=100", "set-port br0 vm2 storm-pps=1000"),
+          "set-port br0 vm2 learn-limit=100", "set-port br0 vm2 storm-pps=1000",
+          "set-port br0 p1 of-config=no_fwd,no_flood", "set-port br0 p1 of-config=none"),
          (SWITCH, Arg("name", "the port's name", metavar="NAME"),
-          Arg("settings", "KEY=VALUE: mtu, vlan-mode, tag, trunks, learn-limit, storm-pps",
+          Arg("settings", "KEY=VALUE: mtu, vlan-mode, tag, trunks, learn-limit, storm-pps, "
+                          "of-config",
               nargs="+",
               metavar="KEY=VALUE")),
          convert=port_settings),
@@ -746,9 +752,10 @@ def format_show(r: Mapping[str, Any]) -> str:
         out.append(f"switch {s.get('name')}: mode {s.get('mode')}, {count}")
         if ports and s.get("mode") == "flow":     # rules may name ports by number
             rows = [[p.get("name"), p.get("id"), p.get("ofport"), p.get("kind"), p.get("link"),
-                     p.get("mtu"), p.get("worker"), p.get("spec")] for p in ports]
-            out.append(table(["port", "id", "ofport", "kind", "link", "mtu", "worker", "spec"],
-                             rows, right={1, 2, 5, 6}, indent="    "))
+                     p.get("of_config") or "-", p.get("mtu"), p.get("worker"), p.get("spec")]
+                    for p in ports]
+            out.append(table(["port", "id", "ofport", "kind", "link", "of_config", "mtu",
+                              "worker", "spec"], rows, right={1, 2, 6, 7}, indent="    "))
         elif ports:
             rows = [[p.get("name"), p.get("id"), p.get("kind"), p.get("link"), p.get("mtu"),
                      p.get("peer"), p.get("worker"), p.get("spec")] for p in ports]

@@ -377,6 +377,19 @@ def test_packet_in_out_and_flow_removed(ctl: Controller, daemon: Daemon, ports: 
     ports.send(1, frame(dst="02:00:00:00:00:99"))
     pin = ctl.expect(p.OFPPacketIn, timeout=5)
     assert pin.match["in_port"] == 2 and pin.reason == ofp.OFPR_ACTION and pin.cookie == 0x78
+    # the reason is the rule's, not its cookie's: a rule with the table-miss entry's cookie
+    # is OFPR_ACTION, and so is a priority-0 rule that matches something
+    ctl.send(flow_mod(table_id=0, priority=40, cookie=0x77,
+                      match=p.OFPMatch(eth_dst="02:00:00:00:00:98"),
+                      instructions=apply(p.OFPActionOutput(ofp.OFPP_CONTROLLER, 64))))
+    ctl.send(flow_mod(table_id=0, priority=0, cookie=0x77,
+                      match=p.OFPMatch(eth_dst="02:00:00:00:00:97"),
+                      instructions=apply(p.OFPActionOutput(ofp.OFPP_CONTROLLER, 64))))
+    ctl.barrier()
+    for dst in ("02:00:00:00:00:98", "02:00:00:00:00:97"):
+        ports.send(0, frame(dst=dst))
+        pin = ctl.expect(p.OFPPacketIn, timeout=5)
+        assert (pin.reason, pin.cookie) == (ofp.OFPR_ACTION, 0x77), dst
 
     # packet-out to a port, to FLOOD, and through the tables (OFPP_TABLE)
     out = frame(payload=b"packet-out")
@@ -623,3 +636,166 @@ def test_flow_mods_in_one_write(ctl: Controller, daemon: Daemon) -> None:
     ctl.send_raw(b"".join(msgs))
     ctl.barrier()
     assert len([f for f in rules(daemon) if f["table"] == 1]) == 50
+
+
+def port_config(ctl: Controller, port_no: int) -> tuple[int, int]:
+    desc = ctl.expect(p.OFPPortDescStatsReply, ctl.send(p.OFPPortDescStatsRequest(DP, 0)))
+    d = next(d for d in desc.body if d.port_no == port_no)
+    return d.config, d.state
+
+
+def port_mod(ctl: Controller, port_no: int, config: int, mask: int) -> Any:
+    """Sends a port-mod (the port's own address, as the specification asks) and returns
+    the port-status it brings."""
+    desc = ctl.expect(p.OFPPortDescStatsReply, ctl.send(p.OFPPortDescStatsRequest(DP, 0)))
+    mac = next(d.hw_addr for d in desc.body if d.port_no == port_no)
+    ctl.send(p.OFPPortMod(DP, port_no, mac, config, mask, 0))
+    ctl.barrier()
+    ps = ctl.expect(p.OFPPortStatus, timeout=5)
+    assert ps.reason == ofp.OFPPR_MODIFY and ps.desc.port_no == port_no
+    assert ps.desc.config == config & mask or ps.desc.config & mask == config & mask
+    return ps
+
+
+def test_port_mod_config(ctl: Controller, daemon: Daemon, ports: Ports) -> None:
+    """port-mod's config bits, honoured with real frames: each frame the config stops is
+    counted with its reason, in `stats` and `show`."""
+    def drops(port: str) -> dict[str, int]:
+        return daemon.port_stats("br0")[port]["drops"]
+
+    def sent_through(i: int, j: int, f: bytes) -> bool:
+        ports.send(i, f)
+        got = ports.recv(j, timeout=1.0)
+        while got is not None and got != f:     # something else: read on
+            got = ports.recv(j, timeout=1.0)
+        return got == f
+
+    ctl.send(flow_mod(priority=10, match=p.OFPMatch(in_port=1),
+                      instructions=apply(p.OFPActionOutput(2))))
+    ctl.send(flow_mod(priority=10, match=p.OFPMatch(in_port=2),
+                      instructions=apply(p.OFPActionOutput(1))))
+    ctl.send(flow_mod(priority=20, match=p.OFPMatch(eth_dst="02:00:00:00:00:99"),
+                      instructions=apply(p.OFPActionOutput(ofp.OFPP_CONTROLLER,
+                                                           ofp.OFPCML_NO_BUFFER))))
+    ctl.send(flow_mod(priority=20, match=p.OFPMatch(eth_dst="02:00:00:00:00:ff"),
+                      instructions=apply(p.OFPActionOutput(ofp.OFPP_FLOOD))))
+    ctl.barrier()
+    assert sent_through(0, 1, frame(payload=b"before"))
+
+    # NO_FWD on p2: nothing goes out of it; the frame is counted as port_no_fwd on p1
+    ps = port_mod(ctl, 2, ofp.OFPPC_NO_FWD, ofp.OFPPC_NO_FWD)
+    assert ps.desc.config == ofp.OFPPC_NO_FWD
+    assert port_config(ctl, 2)[0] == ofp.OFPPC_NO_FWD
+    listed = {q["name"]: q for q in daemon.call("show")["switches"][0]["ports"]}
+    assert listed["p2"]["of_config"] == "no_fwd" and listed["p1"]["of_config"] == ""
+    before = drops("p1")["port_no_fwd"]
+    assert not sent_through(0, 1, frame(payload=b"no-fwd"))
+    wait_for(lambda: drops("p1")["port_no_fwd"] == before + 1)
+    assert sent_through(1, 0, frame(payload=b"other way"))    # p2 still receives
+    out = frame(payload=b"packet-out to no_fwd")                # nor does a packet-out
+    ctl.send(p.OFPPacketOut(DP, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+                            actions=[p.OFPActionOutput(2)], data=out))
+    ctl.barrier()
+    assert ports.recv(1, timeout=1.0) is None
+
+    # NO_FLOOD on p2 (NO_FWD off): a unicast output reaches it, a flood does not
+    port_mod(ctl, 2, 1 << 4, ofp.OFPPC_NO_FWD | 1 << 4)
+    assert sent_through(0, 1, frame(payload=b"unicast"))
+    before = drops("p1")["port_no_fwd"]
+    assert not sent_through(0, 1, frame(dst="02:00:00:00:00:ff", payload=b"flood"))
+    wait_for(lambda: drops("p1")["port_no_fwd"] == before + 1)
+    port_mod(ctl, 2, 0, 1 << 4)
+    assert sent_through(0, 1, frame(dst="02:00:00:00:00:ff", payload=b"flood again"))
+
+    # NO_RECV on p1: what it receives is dropped as port_no_recv; it still sends
+    port_mod(ctl, 1, ofp.OFPPC_NO_RECV, ofp.OFPPC_NO_RECV)
+    before = drops("p1")["port_no_recv"]
+    assert not sent_through(0, 1, frame(payload=b"no-recv"))
+    wait_for(lambda: drops("p1")["port_no_recv"] == before + 1)
+    assert sent_through(1, 0, frame(payload=b"to p1"))
+    port_mod(ctl, 1, 0, ofp.OFPPC_NO_RECV)
+
+    # NO_PACKET_IN on p2: its frames for the controller are dropped as port_no_packet_in
+    port_mod(ctl, 2, ofp.OFPPC_NO_PACKET_IN, ofp.OFPPC_NO_PACKET_IN)
+    before = drops("p2")["port_no_packet_in"]
+    ports.send(1, frame(dst="02:00:00:00:00:99", payload=b"quiet"))
+    wait_for(lambda: drops("p2")["port_no_packet_in"] == before + 1)
+    ports.send(0, frame(dst="02:00:00:00:00:99", payload=b"loud"))    # p1 may
+    pin = ctl.expect(p.OFPPacketIn, timeout=5)
+    assert pin.match["in_port"] == 1
+    with pytest.raises(TimeoutError):
+        ctl.expect(p.OFPPacketIn, timeout=1)
+    port_mod(ctl, 2, 0, ofp.OFPPC_NO_PACKET_IN)
+
+    # PORT_DOWN on p2: neither receives nor sends, and reads as down in port-desc
+    ps = port_mod(ctl, 2, ofp.OFPPC_PORT_DOWN, ofp.OFPPC_PORT_DOWN)
+    assert ps.desc.config == ofp.OFPPC_PORT_DOWN and ps.desc.state & ofp.OFPPS_LINK_DOWN
+    before1, before2 = drops("p1")["port_down"], drops("p2")["port_down"]
+    assert not sent_through(0, 1, frame(payload=b"to a down port"))
+    assert not sent_through(1, 0, frame(payload=b"from a down port"))
+    wait_for(lambda: (drops("p1")["port_down"], drops("p2")["port_down"]) ==
+             (before1 + 1, before2 + 1))
+    ps = port_mod(ctl, 2, 0, ofp.OFPPC_PORT_DOWN)
+    assert ps.desc.config == 0 and not ps.desc.state & ofp.OFPPS_LINK_DOWN
+    assert sent_through(0, 1, frame(payload=b"after"))
+
+    # bits OpenFlow 1.3 does not define are refused
+    desc = ctl.expect(p.OFPPortDescStatsReply, ctl.send(p.OFPPortDescStatsRequest(DP, 0)))
+    mac = next(d.hw_addr for d in desc.body if d.port_no == 1)
+    assert ctl.error_for(p.OFPPortMod(DP, 1, mac, 1 << 3, 1 << 3, 0)) == \
+        (ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_CONFIG)
+    # every frame is accounted for in the human view too
+    text = run(str(Path(__file__).resolve().parents[2] / "bin" / "sluicectl"), "--socket",
+               str(daemon.socket), "stats", "br0").stdout
+    assert "port_no_fwd=" in text and "port_down=" in text and "port_no_recv=" in text
+
+
+def test_port_config_set_and_kept(workdir: Path) -> None:
+    """set-port of_config: flow switches only, names checked, kept in the state file."""
+    state = workdir / "pc.state"
+    d = Daemon(workdir, "pc", ["--state", str(state), "--no-ofagent"]).start()
+    try:
+        d.call("add-switch", name="br0", mode="flow")
+        d.call("add-port", switch="br0", name="n1", spec="null")
+        d.call("set-port", switch="br0", name="n1", of_config="no_fwd,no_packet_in")
+        with pytest.raises(RpcError) as exc:
+            d.call("set-port", switch="br0", name="n1", of_config="no_such")
+        assert exc.value.code == -32602 and "no_recv" in exc.value.message
+        d.call("add-switch", name="lr", mode="learn")
+        d.call("add-port", switch="lr", name="n2", spec="null")
+        with pytest.raises(RpcError) as exc:
+            d.call("set-port", switch="lr", name="n2", of_config="down")
+        assert "flow switch" in exc.value.message
+        d.stop()
+        d.start()
+        ports = {q["name"]: q for s in d.call("show")["switches"] for q in s["ports"]}
+        assert ports["n1"]["of_config"] == "no_fwd,no_packet_in"
+        d.call("set-port", switch="br0", name="n1", of_config="none")
+        ports = {q["name"]: q for s in d.call("show")["switches"] for q in s["ports"]}
+        assert ports["n1"]["of_config"] == ""
+    finally:
+        d.stop()
+
+
+def test_table_stats_count_lookups_and_matches(ctl: Controller, ports: Ports) -> None:
+    """Table stats: a frame no rule of a table takes is a lookup there but no match (the
+    conformance suite's table-miss tests read exactly this)."""
+    def table(t: int) -> Any:
+        ts = ctl.expect(p.OFPTableStatsReply, ctl.send(p.OFPTableStatsRequest(DP, 0)))
+        return ts.body[t]
+
+    ctl.send(flow_mod(priority=10, match=p.OFPMatch(in_port=1),
+                      instructions=apply(p.OFPActionOutput(2)) +
+                      [p.OFPInstructionGotoTable(1)]))
+    ctl.send(flow_mod(table_id=1, priority=10, match=p.OFPMatch(eth_dst="02:00:00:00:00:07"),
+                      instructions=apply()))
+    ctl.barrier()
+    t0, t1 = table(0), table(1)
+    assert (t0.active_count, t1.active_count) == (1, 1)
+    ports.send(0, frame())                              # table 0 matches, table 1 misses
+    ports.send(0, frame(dst="02:00:00:00:00:07"))       # both match
+    ports.send(1, frame())                              # table 0 misses
+    wait_for(lambda: table(0).lookup_count - t0.lookup_count == 3)
+    a0, a1 = table(0), table(1)
+    assert a0.matched_count - t0.matched_count == 2
+    assert (a1.lookup_count - t1.lookup_count, a1.matched_count - t1.matched_count) == (2, 1)

@@ -45,7 +45,8 @@ from sluice.rpc import (
 
 REASONS = ["tx_full", "link_down", "unpatched", "port_removed", "malformed", "hairpin", "vlan",
            "no_match", "action_drop", "reserved_multicast", "storm", "meter", "ttl_expired",
-           "controller_queue_full", "group_no_live_bucket", "mtu_exceeded", "vxlan_no_tunnel"]
+           "controller_queue_full", "group_no_live_bucket", "mtu_exceeded", "vxlan_no_tunnel",
+           "port_down", "port_no_recv", "port_no_fwd", "port_no_packet_in"]
 REPO = Path(__file__).resolve().parents[2]
 
 # ---- argv -> (method, params) ----

@@ -80,12 +80,33 @@ class Counters:
     port_status: int = 0
 
 
+# A port's OpenFlow config as sluiced names it (set-port of_config, show's of_config).
+PORT_CONFIG_NAMES = {"down": ofp.OFPPC_PORT_DOWN, "no_recv": ofp.OFPPC_NO_RECV,
+                     "no_flood": 1 << 4, "no_fwd": ofp.OFPPC_NO_FWD,
+                     "no_packet_in": ofp.OFPPC_NO_PACKET_IN}
+PORT_CONFIG_ALL = sum(PORT_CONFIG_NAMES.values())
+
+
+def config_bits(names: str) -> int:
+    return sum(PORT_CONFIG_NAMES[n] for n in names.split(",") if n in PORT_CONFIG_NAMES)
+
+
+def config_names(bits: int) -> str:
+    return ",".join(n for n, b in PORT_CONFIG_NAMES.items() if bits & b) or "none"
+
+
 @dataclass
 class PortInfo:
     ofport: int
     name: str
     mac: str
     up: bool
+    config: int = 0
+
+    @classmethod
+    def from_event(cls, p: dict[str, Any]) -> PortInfo:
+        return cls(p["ofport"], p["name"], p["mac"], p["link"] == "up",
+                   config_bits(p.get("of_config", "")))
 
 
 @dataclass
@@ -101,7 +122,6 @@ class Agent:
     settings: dict[str, Any] = field(default_factory=dict)
     counters: Counters = field(default_factory=Counters)
     instructions: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
-    flow_flags: dict[tuple[Any, ...], int] = field(default_factory=dict)
     tokens: float = PACKET_IN_RATE
     last_refill: float = field(default_factory=time.monotonic)
     generation_id: int = -1
@@ -119,8 +139,7 @@ class Agent:
         await self.events.open()
         snap = await self.events.call("subscribe", switch=self.switch)
         for p in snap["ports"]:
-            self.ports[p["ofport"]] = PortInfo(p["ofport"], p["name"], p["mac"],
-                                               p["link"] == "up")
+            self.ports[p["ofport"]] = PortInfo.from_event(p)
         await self.reload()
         status = asyncio.create_task(self.report_loop())
         done = asyncio.create_task(self.events.closed.wait())
@@ -225,27 +244,13 @@ class Agent:
         self.tokens -= 1
         data = bytes.fromhex(p["data"])
         cookie = int(p["cookie"], 16)
-        reason = ofp.OFPR_ACTION
-        key = self.table_miss_key(p["table"], cookie)
-        if key:
-            reason = ofp.OFPR_NO_MATCH
+        # sluiced tells a table-miss entry's (priority 0, empty match) packet-ins apart.
+        reason = ofp.OFPR_NO_MATCH if p["reason"] == "no_match" else ofp.OFPR_ACTION
         msg = wire.packet_in(reason, p["table"], cookie, p["in_port"], p["total_len"], data)
         if self.broadcast(msg, "packet_in"):
             self.counters.packet_ins += 1
         else:
             self.counters.packet_ins_dropped += 1
-
-    def table_miss_key(self, table: int, cookie: int) -> bool:
-        """Whether the rule that sent it is likely the table's table-miss entry (priority 0,
-        empty match, with this cookie and an output to the controller): sluiced's packet-in
-        names the table and cookie, not the rule, so a packet from another rule with the
-        same cookie that also outputs to the controller would be taken for a miss too."""
-        key = (table, 0, ())
-        if self.flow_flags.get(key, -1) != cookie:
-            return False
-        return any(isinstance(a, parser.OFPActionOutput) and a.port == ofp.OFPP_CONTROLLER
-                   for inst in self.instructions.get(key, [])
-                   for a in getattr(inst, "actions", []))
 
     def flow_removed(self, p: dict[str, Any]) -> None:
         text = p["flow"]
@@ -267,8 +272,11 @@ class Agent:
 
     def port_bytes(self, p: PortInfo) -> bytes:
         mac = bytes.fromhex(p.mac.replace(":", ""))
-        state = ofp.OFPPS_LIVE if p.up else ofp.OFPPS_LINK_DOWN
-        return wire.port_struct(p.ofport, mac, p.name, 0, state, PORT_CURR, PORT_SPEED_KBPS)
+        # A port the controller took down has no link as far as OpenFlow goes (as OVS).
+        up = p.up and not p.config & ofp.OFPPC_PORT_DOWN
+        state = ofp.OFPPS_LIVE if up else ofp.OFPPS_LINK_DOWN
+        return wire.port_struct(p.ofport, mac, p.name, p.config, state, PORT_CURR,
+                                PORT_SPEED_KBPS)
 
     def port_status(self, p: dict[str, Any]) -> None:
         reason = {"add": ofp.OFPPR_ADD, "delete": ofp.OFPPR_DELETE,
@@ -278,7 +286,7 @@ class Agent:
             info = self.ports.pop(port["ofport"], None) or PortInfo(
                 port["ofport"], "", "00:00:00:00:00:00", False)
         else:
-            info = PortInfo(port["ofport"], port["name"], port["mac"], port["link"] == "up")
+            info = PortInfo.from_event(port)
             self.ports[info.ofport] = info
         self.broadcast(wire.port_status(reason, self.port_bytes(info)), "port_status")
         self.counters.port_status += 1
@@ -396,7 +404,6 @@ class Agent:
     def remember_added(self, fm: Any) -> None:
         key = self.rule_key(fm.table_id, fm.priority, fm.match, {})
         self.instructions[key] = fm.instructions
-        self.flow_flags[key] = fm.cookie
 
     async def keepalive(self, c: Conn) -> None:
         while True:
@@ -494,7 +501,7 @@ class Agent:
             return []
         if t == ofp.OFPT_PORT_MOD:
             self.check_master(c)
-            self.port_mod(buf)
+            await self.port_mod(buf)
             return []
         if t == ofp.OFPT_PACKET_OUT:
             self.check_master(c)
@@ -632,16 +639,25 @@ class Agent:
                 raise OFError(mf, ofp.OFPMMFC_UNKNOWN_METER, e.message) from e
             raise OFError(ofp.OFPET_METER_MOD_FAILED, ofp.OFPMMFC_BAD_RATE, e.message) from e
 
-    def port_mod(self, buf: bytes) -> None:
+    async def port_mod(self, buf: bytes) -> None:
         port_no, hw_addr, config, mask, _ = wire.parse_port_mod(buf)
         p = self.ports.get(port_no)
         if p is None:
             raise OFError(ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_PORT, "port")
         if bytes.fromhex(p.mac.replace(":", "")) != hw_addr:
             raise OFError(ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_HW_ADDR, "hw_addr")
-        if mask & config:
-            # Ports are not brought down or kept from flooding by the controller here.
+        if mask & ~PORT_CONFIG_ALL:
             raise OFError(ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_BAD_CONFIG, "config")
+        new = (p.config & ~mask) | (config & mask)
+        if new == p.config:
+            return
+        try:
+            await self.rpc.call("set-port", switch=self.switch, name=p.name,
+                                of_config=config_names(new))
+        except RpcError as e:
+            raise OFError(ofp.OFPET_PORT_MOD_FAILED, ofp.OFPPMFC_EPERM, e.message) from e
+        # sluiced's event stream sends the port-status; the next request sees the change.
+        p.config = new
 
     async def packet_out(self, po: wire.PacketOut) -> None:
         if po.buffer_id != ofp.OFP_NO_BUFFER:
@@ -686,6 +702,12 @@ class Agent:
             raise OFError(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_OUT_PORT, "reserved port")
         else:
             raise OFError(ofp.OFPET_BAD_ACTION, ofp.OFPBAC_BAD_OUT_PORT, f"port {port}")
+        # The ports' config, as for the rules' outputs: NO_FWD and PORT_DOWN ports get
+        # nothing, NO_FLOOD ports no flood.
+        blocked = ofp.OFPPC_NO_FWD | ofp.OFPPC_PORT_DOWN
+        if port == ofp.OFPP_FLOOD:
+            blocked |= PORT_CONFIG_NAMES["no_flood"]
+        outs = [o for o in outs if not self.ports[o].config & blocked]
         if outs:
             await self.rpc.call("packet-out", switch=self.switch, data=frame.hex(),
                                 in_port=in_port, output=outs)
@@ -707,11 +729,7 @@ class Agent:
             return [await self.flow_stats(xid, mp_type, table_id, out_port, out_group,
                                           cookie, cookie_mask, match)]
         if mp_type == ofp.OFPMP_TABLE:
-            show = await self.switch_show()
-            active = {t["table"]: t["rules"] for t in show.get("tables", [])}
-            body = b"".join(struct.pack(ofp.OFP_TABLE_STATS_PACK_STR, t, active.get(t, 0), 0, 0)
-                            for t in range(N_TABLES))
-            return [wire.multipart_reply(xid, mp_type, body)]
+            return [await self.table_stats(xid)]
         if mp_type == ofp.OFPMP_PORT_STATS:
             (port_no,) = struct.unpack_from("!I", buf, off)
             return [await self.port_stats(xid, port_no)]
@@ -749,6 +767,26 @@ class Agent:
             if s["name"] == self.switch:
                 return s
         return {}
+
+    async def table_stats(self, xid: int) -> bytes:
+        """Active entries, and lookups as matches plus misses: a table's matches are its
+        rules' packets (of the rules it has now), its misses sluiced's count of frames no
+        rule of it took."""
+        show = await self.switch_show()
+        tables = {t["table"]: t for t in show.get("tables", [])}
+        try:
+            dump = await self.rpc.call("dump-flows", switch=self.switch)
+        except RpcError as e:
+            raise OFError(ofp.OFPET_BAD_REQUEST, ofp.OFPBRC_EPERM, e.message) from e
+        matched = [0] * N_TABLES
+        for f in dump["flows"]:
+            if 0 <= f.get("table", 0) < N_TABLES:
+                matched[f.get("table", 0)] += f["packets"]
+        body = b"".join(
+            struct.pack(ofp.OFP_TABLE_STATS_PACK_STR, t, tables.get(t, {}).get("rules", 0),
+                        matched[t] + tables.get(t, {}).get("missed", 0), matched[t])
+            for t in range(N_TABLES))
+        return wire.multipart_reply(xid, ofp.OFPMP_TABLE, body)
 
     async def flow_stats(self, xid: int, mp_type: int, table_id: int, out_port: int,
                          out_group: int, cookie: int, cookie_mask: int,

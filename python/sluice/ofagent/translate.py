@@ -8,6 +8,7 @@ specification names for it (OFPET_BAD_MATCH, OFPET_BAD_ACTION, OFPET_BAD_INSTRUC
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from typing import Any
 
@@ -39,7 +40,7 @@ SET_FIELDS = {
     "ipv4_src": "nw_src", "ipv4_dst": "nw_dst", "ip_dscp": "ip_dscp", "ip_ecn": "ip_ecn",
     "tcp_src": "tcp_src", "tcp_dst": "tcp_dst", "udp_src": "udp_src", "udp_dst": "udp_dst",
     "sctp_src": "sctp_src", "sctp_dst": "sctp_dst", "ipv6_src": "ipv6_src",
-    "ipv6_dst": "ipv6_dst", "ipv6_flabel": "ipv6_label",
+    "ipv6_dst": "ipv6_dst", "ipv6_flabel": "ipv6_label", "tunnel_id": "tun_id",
 }
 
 RESERVED_PORTS = {ofp.OFPP_IN_PORT: "in_port", ofp.OFPP_NORMAL: "normal",
@@ -233,7 +234,7 @@ def meter_text(meter_id: int, flags: int, bands: list[Any]) -> str:
 
 _BACK_FIELDS = {v: k for k, v in MATCH_FIELDS.items()}
 _BACK_FIELDS.update({"eth_dst": "eth_dst", "eth_src": "eth_src", "eth_type": "eth_type",
-                     "tp_src": "", "tp_dst": "", "nw_tos": "ip_dscp", "ip_src": "ipv4_src",
+                     "tp_src": "", "tp_dst": "", "ip_src": "ipv4_src",
                      "ip_dst": "ipv4_dst", "ip_proto": "ip_proto", "tun_id": "tunnel_id",
                      "nw_ttl": ""})
 _SHORTHANDS = {"ip": (0x0800, None), "tcp": (0x0800, 6), "udp": (0x0800, 17),
@@ -288,6 +289,10 @@ def match_from_text(text: str, ports: dict[str, int]) -> parser.OFPMatch:
             fields["vlan_vid"] = ((_num(val) & 0x1fff, _num(mask) & 0x1fff) if mask
                                   else _num(val) & 0x1fff)
             continue
+        if k == "nw_tos":       # the dump's TOS byte, DSCP in its upper six bits
+            with contextlib.suppress(ValueError):
+                fields["ip_dscp"] = _num(v) >> 2
+            continue
         if k in ("tp_src", "tp_dst"):
             proto = {6: "tcp", 17: "udp", 132: "sctp"}.get(fields.get("ip_proto", 6), "tcp")
             k = f"{proto}_{k[3:]}"
@@ -298,4 +303,7 @@ def match_from_text(text: str, ports: dict[str, int]) -> parser.OFPMatch:
             fields[name] = _back_value(name, v, ports)
         except ValueError:
             continue
+    if "vlan_pcp" in fields and "vlan_vid" not in fields:
+        # vlan_pcp's prerequisite, a tag, which the dump leaves implicit.
+        fields["vlan_vid"] = (ofp.OFPVID_PRESENT, ofp.OFPVID_PRESENT)
     return parser.OFPMatch(**fields)
