@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1] / "python")]
 
 import os_ken  # noqa: E402
-from ovs_oracle import OVS_VSWITCHD, Ovs, ovs_available  # noqa: E402
+from ovs_oracle import Ovs, ovs_available  # noqa: E402
 
 from conftest import REPO, Daemon, stop_process  # noqa: E402
 
@@ -96,20 +96,9 @@ class TesterOvs(Ovs):
         self.controller = controller
 
     def start(self) -> TesterOvs:
-        d = self.dir
-        self._run("ovsdb-tool", "create", str(d / "conf.db"),
-                  "/usr/share/openvswitch/vswitch.ovsschema")
-        self._spawn(["ovsdb-server", str(d / "conf.db"), f"--remote=punix:{self.db_sock}",
-                     f"--pidfile={d / 'ovsdb-server.pid'}", f"--unixctl={d / 'ovsdb.ctl'}",
-                     f"--log-file={d / 'ovsdb-server.log'}", "--no-chdir", "-vconsole:off"],
-                    self.db_sock, "ovsdb-server")
-        self.vsctl("--no-wait", "init")
         # No --enable-dummy: the ports are the veths, read and written by the userspace
         # datapath through its own packet sockets; --disable-system: no kernel datapath.
-        self._spawn([OVS_VSWITCHD, f"unix:{self.db_sock}", "--disable-system",
-                     f"--pidfile={d / 'ovs-vswitchd.pid'}", f"--unixctl={self.ctl_path}",
-                     f"--log-file={d / 'ovs-vswitchd.log'}", "--no-chdir", "-vconsole:off"],
-                    self.ctl_path, "ovs-vswitchd")
+        self.start_daemons("--disable-system")
         args = ["add-br", self.bridge, "--", "set", "bridge", self.bridge,
                 "datapath_type=netdev", "fail-mode=secure", "protocols=OpenFlow13",
                 f"other-config:datapath-id={TESTER_DPID}",

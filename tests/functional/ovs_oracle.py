@@ -116,7 +116,8 @@ class Ovs:
                 raise RuntimeError(f"{name} did not start:\n{msg}")
             time.sleep(0.02)
 
-    def start(self) -> Ovs:
+    def start_daemons(self, *vswitchd_options: str) -> None:
+        """ovsdb-server on a new database, then ovs-vswitchd with VSWITCHD_OPTIONS."""
         d = self.dir
         self._run("ovsdb-tool", "create", str(d / "conf.db"), str(SCHEMA))
         self._spawn(["ovsdb-server", str(d / "conf.db"), f"--remote=punix:{self.db_sock}",
@@ -124,10 +125,13 @@ class Ovs:
                      f"--log-file={d / 'ovsdb-server.log'}", "--no-chdir", "-vconsole:off"],
                     self.db_sock, "ovsdb-server")
         self.vsctl("--no-wait", "init")
-        self._spawn([OVS_VSWITCHD, f"unix:{self.db_sock}", "--enable-dummy=override",
-                     "--disable-system", f"--pidfile={d / 'ovs-vswitchd.pid'}",
-                     f"--unixctl={self.ctl_path}", f"--log-file={d / 'ovs-vswitchd.log'}",
-                     "--no-chdir", "-vconsole:off"], self.ctl_path, "ovs-vswitchd")
+        self._spawn([OVS_VSWITCHD, f"unix:{self.db_sock}", *vswitchd_options,
+                     f"--pidfile={d / 'ovs-vswitchd.pid'}", f"--unixctl={self.ctl_path}",
+                     f"--log-file={d / 'ovs-vswitchd.log'}", "--no-chdir", "-vconsole:off"],
+                    self.ctl_path, "ovs-vswitchd")
+
+    def start(self) -> Ovs:
+        self.start_daemons("--enable-dummy=override", "--disable-system")
         args = ["add-br", self.bridge, "--", "set", "bridge", self.bridge,
                 "datapath_type=netdev", "fail-mode=secure", "protocols=OpenFlow13"]
         for i in range(1, self.n_ports + 1):
