@@ -218,13 +218,15 @@ def test_sweep_settings_per_parameter(tmp_path: Path) -> None:
     assert one("burst", "8").gen_extra == ("--burst", "8")
     assert one("flows", "1000").gen_extra == ("--flows", "1000")
     assert one("switch-burst", "4").switch_burst == 4
+    assert one("ring", "1024").gen_extra == ("--ring", "1024")
     assert one("pairs", "2").units[0][0].pairs == 2
     assert [u[0].name for u in one("chain", "3").units] == ["loopback-3"]
     assert one("chain", "3").tags == {"sweep_param": "chain", "sweep_value": "3"}
     rates = sweep.plans(base, "rate", ["0.1", "0.5", "1Mpps"], cli.rate, cli.sizes)
     assert len(rates) == 1 and rates[0].loads == (0.1, 0.5)
     assert rates[0].latency == ("loads", "fixed:1000000") and rates[0].fixed_any_scenario
-    for param, bad in (("burst", "0"), ("pairs", "5"), ("chain", "x"), ("color", "1")):
+    for param, bad in (("burst", "0"), ("pairs", "5"), ("chain", "x"), ("color", "1"),
+                       ("ring", "1000"), ("ring", "32")):
         with pytest.raises(ValueError):
             sweep.check_values(param, [bad])
 

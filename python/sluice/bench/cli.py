@@ -552,6 +552,8 @@ def make_parser() -> argparse.ArgumentParser:
                                "  switch-burst  the switch's receive burst (sluiced and "
                                "testpmd --burst, 1..256): VALE's batching curve\n"
                                "  flows         distinct flows, 5-tuples (1..1000000)\n"
+                               "  ring          the generator's ring slots, sluice-gen --ring:"
+                               " its virtqueues and memif rings (64..16384, powers of two)\n"
                                "  rules         ACL rules above the steering of the "
                                "rule-programmable switches (0..100000; with --rule-masks, "
                                "--flows)\n"

@@ -12,6 +12,9 @@ the report draws a curve per switch against the value.
 - switch-burst: the switch's receive burst, sluiced --burst and testpmd --burst (VALE's
   batching curve); other switches run with their own;
 - flows: distinct flows, sluice-gen --flows varying IPs and ports (flow caches);
+- ring: the slots of the generator's rings, sluice-gen --ring, which sizes the virtqueues
+  of its virtio-user ports (a container's or VM's ring: 256 by default, as QEMU's; 1024 is
+  the size OVS's docs advise for vhost-user guests) and its memif rings;
 - rules: the ACL above the steering rules of the rule-programmable switches (sluice:flow,
   ovs-dpdk:flows, vpp:acl, ...), N generated 5-tuple rules (rules.py; --rule-masks,
   --rule-seed); with --param flows and --rules N, the classifier sweep of issue 14;
@@ -34,8 +37,8 @@ from sluice.bench import scenarios
 from sluice.bench.runner import Settings
 from sluice.bench.schema import Row
 
-PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "rules", "pairs", "chain",
-          "fanout")
+PARAMS = ("rate", "size", "burst", "switch-burst", "flows", "ring", "rules", "pairs",
+          "chain", "fanout")
 # The values a sweep takes without --values: a few minutes a run (fanout: 4 values, one
 # switch start and one trial per switch each).
 DEFAULT_VALUES: dict[str, tuple[str, ...]] = {
@@ -61,7 +64,7 @@ def check_values(param: str, values: Sequence[str]) -> None:
     if not values:
         raise ValueError("--values is empty")
     limits = {"burst": (1, 512), "switch-burst": (1, 256), "flows": (1, 1_000_000),
-              "rules": (0, 100_000),
+              "ring": (64, 16384), "rules": (0, 100_000),
               "pairs": (1, scenarios.MAX_PAIRS), "chain": (1, scenarios.MAX_CHAIN),
               "fanout": (1, scenarios.MAX_FANOUT)}
     if param in limits:
@@ -69,6 +72,8 @@ def check_values(param: str, values: Sequence[str]) -> None:
         for v in values:
             if not v.isdigit() or not lo <= int(v) <= hi:
                 raise ValueError(f"--param {param}: {v!r} is not an integer in {lo}..{hi}")
+            if param == "ring" and int(v) & (int(v) - 1):
+                raise ValueError(f"--param ring: {v!r} is not a power of two")
 
 
 def _units(s: Settings, make: Callable[[scenarios.Scenario], scenarios.Scenario]) -> tuple[
@@ -96,6 +101,8 @@ def settings_for(base: Settings, param: str, value: str, rate: Callable[[str], f
         return dataclasses.replace(s, switch_burst=int(value))
     if param == "flows":
         return dataclasses.replace(s, gen_extra=(*s.gen_extra, "--flows", value))
+    if param == "ring":
+        return dataclasses.replace(s, gen_extra=(*s.gen_extra, "--ring", value))
     if param == "rules":
         return dataclasses.replace(s, switch_options={**s.switch_options, "rules": value})
     if param == "pairs":
