@@ -211,6 +211,13 @@ struct flow_worker {
 	uint32_t last_hl;                  /* same_headers(): how many bytes last_hdr holds */
 	uint16_t alike_skip;               /* bursts left whose frames are not compared */
 	uint8_t last_hdr[FLOW_SAME_BYTES];
+	/* The program of the frame last_hdr holds, for the next burst's first frame
+	 * (prev_program): valid while the generation, the input port, the tunnel id and the
+	 * program's version (its slot not rewritten) are those noted here. */
+	const struct flow_prog *last_prog;
+	uint32_t last_prog_version, last_gen;
+	uint16_t last_in;
+	uint64_t last_tun;
 	/* frames for the embedded learning bridge (`normal`) */
 	uint16_t n_normal;
 	struct rte_mbuf *normal_pkts[FWD_MAX_BURST];

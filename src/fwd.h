@@ -47,6 +47,9 @@ struct port;
 struct fwd_burst {
 	uint16_t worker;                /* the worker calling, for per-worker state; set once */
 	uint16_t uniform;               /* FWD_OUT_MIXED, a port index, or FWD_OUT_DROP */
+	/* The burst's time (TSC), read by the worker when it polled the port; 0 when the
+	 * caller has none (a function that needs the time then reads it itself). */
+	uint64_t tsc;
 	uint16_t out[FWD_MAX_BURST];    /* switch port index, FWD_OUT_DROP or FWD_OUT_FLOOD */
 	uint8_t drop[FWD_MAX_BURST];    /* enum stats_drop, when out[i] == FWD_OUT_DROP */
 	uint64_t flood[FWD_MAX_BURST];  /* port bitmap, when out[i] == FWD_OUT_FLOOD */

@@ -16,8 +16,8 @@
  *   3. each program is run on its frame: meters, header changes, outputs as the worker's
  *      out/flood/extra decisions (fwd.h). A program that is one output to one port, the
  *      common case, costs a store.
- * Consecutive frames with the same first 64 bytes reuse the previous frame's key, hash and
- * program without parsing (most bursts are runs of one flow).
+ * Consecutive frames with the same headers (up to the L4 ports) reuse the previous frame's
+ * program without parsing, across bursts too (most bursts are runs of one flow).
  *
  * A program depends only on the key and on the switch's configuration, never on the
  * packet's payload or on time, so it can be cached: meters are applied when a program runs,
@@ -336,6 +336,7 @@ static void run_normal(struct flow *F, struct flow_worker *w, uint16_t in,
 
 	nfb->uniform = FWD_OUT_MIXED;
 	nfb->n_extra = 0;
+	nfb->tsc = w->tsc;
 	fwd_learn_ops.process(F->learn, in, w->normal_pkts, w->n_normal, nfb);
 	for (j = 0; j < w->n_normal; j++) {
 		uint16_t o = nfb->uniform != FWD_OUT_MIXED ? nfb->uniform : nfb->out[j];
@@ -570,6 +571,37 @@ static inline bool same_headers(const struct flow_worker *w, const struct rte_mb
 	       same_bytes(rte_pktmbuf_mtod(m, const uint8_t *), w->last_hdr, w->last_hl);
 }
 
+/* Notes that the frame remember_headers() kept last, received on IN with tunnel id TUN,
+ * has program P under generation GEN (the worker's scratch is never reused). */
+static inline void remember_program(struct flow_worker *w, const struct flow_prog *p,
+				    uint16_t in, uint32_t gen, uint64_t tun)
+{
+	w->last_prog = p == &w->scratch ? NULL : p;
+	w->last_prog_version = p->version;
+	w->last_gen = gen;
+	w->last_in = in;
+	w->last_tun = tun;
+}
+
+/*
+ * The program of the frame remember_headers() kept, when M (received on IN) has its key:
+ * most bursts continue the flow the burst before ended with, and then the first frame is
+ * neither parsed nor looked up. NULL when anything differs: the generation (rules
+ * changed), the input port, the tunnel id, the headers, or the program's slot, which a
+ * cache may have given to another key since (its version then changed).
+ */
+static inline const struct flow_prog *prev_program(const struct flow_worker *w, uint16_t in,
+						   uint32_t gen, const struct rte_mbuf *m)
+{
+	const struct flow_prog *p = w->last_prog;
+
+	if (p == NULL || w->last_gen != gen || w->last_in != in ||
+	    p->version != w->last_prog_version || vxl_tun_id(m) != w->last_tun ||
+	    !same_headers(w, m))
+		return NULL;
+	return p;
+}
+
 /* Adds a run of packets of one program to its rules' and groups' counters. */
 struct prog_run {
 	const struct flow_prog *p;
@@ -683,11 +715,15 @@ static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker
 	uint64_t bytes = 0;
 	uint16_t i;
 
-	flow_key_extract(rte_pktmbuf_mtod(pkts[0], const uint8_t *),
-			 rte_pktmbuf_data_len(pkts[0]), in, &w->key[0]);
-	w->key[0].tun_id = vxl_tun_id(pkts[0]);
-	remember_headers(w, &w->key[0], pkts[0]);
-	p = find_program(F, w, wid, in, gen, 0, &run);
+	p = w->alike_skip == 0 ? prev_program(w, in, gen, pkts[0]) : NULL;
+	if (p == NULL) {
+		flow_key_extract(rte_pktmbuf_mtod(pkts[0], const uint8_t *),
+				 rte_pktmbuf_data_len(pkts[0]), in, &w->key[0]);
+		w->key[0].tun_id = vxl_tun_id(pkts[0]);
+		remember_headers(w, &w->key[0], pkts[0]);
+		p = find_program(F, w, wid, in, gen, 0, &run);
+		remember_program(w, p, in, gen, w->key[0].tun_id);
+	}
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
 		return p;
 	for (i = 0; i < n; i++)
@@ -716,11 +752,11 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint16_t i, uniform, alike = 0;
 	bool compare = w->alike_skip == 0;
 
-	w->tsc = rte_rdtsc();
+	w->tsc = fb->tsc != 0 ? fb->tsc : rte_rdtsc();
 	w->extra_max = (uint16_t)(FWD_MAX_BURST - n);
 	if (n == 0 || (p = decide_by_port(F, w, wid, in, gen, pkts, n, fb)) == NULL)
 		return;
-	last_tun = w->key[0].tun_id;
+	last_tun = w->last_tun;
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
@@ -742,6 +778,8 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 			if (compare)
 				remember_headers(w, &w->key[i], m);
 			p = find_program(F, w, wid, in, gen, i, &run);
+			if (compare)
+				remember_program(w, p, in, gen, last_tun);
 		}
 		if (p != run.p) {
 			flush_run(&run, wid, w->tsc);

@@ -654,6 +654,8 @@ static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q)
 	uint64_t got = 0;
 	uint16_t n;
 
+	w->fb.tsc = t0;         /* one clock read a burst serves the forwarding function too */
+
 	if (p->vhf != NULL) {
 		bool done;
 
