@@ -77,6 +77,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 	[PORTSPEC_PCAP] = { "pcap", "net_pcap", false, {
 		{ "rx", V_PATH, false, 0, 0 },
 		{ "tx", V_PATH, false, 0, 0 },
+		{ "loop", V_BOOL, false, 0, 0 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_RING] = { "ring", "net_ring", false, {
 		{ "name", V_IFNAME, true, 0, 0 },
@@ -596,6 +597,12 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 		if ((v = lookup(items, n, "tx")) != NULL) {
 			rc |= add_arg(out, "tx_pcap=%s", v);
 			add_path(out, "tx", PORTSPEC_PATH_WRITE, v);
+		}
+		/* Replayed forever: a source that measures the switch with no generator. */
+		if (is_true(lookup(items, n, "loop"))) {
+			if (lookup(items, n, "rx") == NULL)
+				return fail(err, len, "pcap: 'loop' replays 'rx': give it");
+			rc |= add_arg(out, "infinite_rx=1");
 		}
 		break;
 	case PORTSPEC_RING:
