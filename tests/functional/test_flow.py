@@ -214,6 +214,34 @@ def test_meter_drops_counted_from_real_frames(taps: FlowTaps) -> None:
     assert flows_of(d) == [] and d.call("dump-meters", switch="br0")["meters"] == []
 
 
+def test_pcap_loop_source_is_classified_frame_by_frame(daemon: Daemon, workdir: Path) -> None:
+    """A `pcap:rx=F,loop=yes` port replays its 4 frames endlessly: two UDP flows
+    alternating in pairs, told apart by a rule on the UDP source port. Far more frames than
+    the file holds arrive, each flow's rule counts its own, every sink gets one flow, and
+    nothing is lost or left uncounted (the worker's reuse of a program across frames and
+    bursts never hands one flow's program to the other)."""
+    d = daemon
+    src = workdir / "loop.pcap"
+    write_pcap(src, [bytes(udp(0, sport=1000)), bytes(udp(1, sport=1000)),
+                     bytes(udp(2, sport=1001)), bytes(udp(3, sport=1001))])
+    d.call("add-switch", name="lp", mode="flow")
+    d.call("add-port", switch="lp", name="s0", spec="null:")
+    d.call("add-port", switch="lp", name="s1", spec="null:")
+    d.call("add-port", switch="lp", name="gen", spec=f"pcap:rx={src},loop=yes")
+    d.call("add-flows", switch="lp", flows=[
+        "priority=9,udp,in_port=gen,tp_src=1000,actions=output:s0",
+        "priority=9,udp,in_port=gen,tp_src=1001,actions=output:s1"])
+    wait_for(lambda: d.port_stats("lp")["gen"]["rx_packets"] > 100_000, 20)
+    d.call("del-port", switch="lp", name="gen")
+    st = d.port_stats("lp")
+    by_port = {f["match"]: f["packets"] for f in flows_of(d, "lp")}
+    sent = (st["s0"]["tx_packets"], st["s1"]["tx_packets"])
+    print(f"replayed {sum(sent)} frames: {sent}; rules {by_port}")
+    assert min(sent) > 40_000 and abs(sent[0] - sent[1]) <= 4, sent
+    assert sorted(by_port.values()) == sorted(sent), (by_port, sent)
+    assert_accounting(st)
+
+
 @pytest.mark.parametrize("unit", ["pktps", "kbps"])
 def test_meter_holds_its_rate(daemon: Daemon, unit: str) -> None:
     """2000 packets/s (or 2000 kbit/s) with a burst of 200 (packets or kbit), offered far
