@@ -29,6 +29,8 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "fwd.h"
+
 struct vhf;
 struct port;
 
@@ -71,5 +73,43 @@ uint16_t vhf_tx_burst(struct vhf *v, uint16_t q, struct rte_mbuf **pkts, uint16_
  */
 int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint32_t max_frame,
 		struct vhf_result *r);
+
+/*
+ * A burst for a switch whose frames decide where they go (learn): vhf_burst_take() reads the
+ * sender's chains and shows each frame's first bytes; the worker asks the forwarding
+ * function (fwd_ops.fast_unicast), copies the frames it answered for straight into other
+ * guests (vhf_burst_copy, one call per output, frames in the order sent), makes mbufs of the
+ * rest (vhf_burst_mbuf) and, once every copy is made, returns the chains to the sender
+ * (vhf_burst_end), before serving the mbufs as any received burst. Frames are numbered
+ * 0..n-1 in the order sent; malformed chains are not among them (vhf_burst_end counts them
+ * in rx_missed). A worker's scratch, one per worker; no allocation after create.
+ */
+struct vhf_burst;
+
+struct vhf_view {
+	uint16_t n;                           /* frames */
+	const uint8_t *hdr[FWD_MAX_BURST];    /* frame i's first hdr_len[i] bytes: at least
+					       * FWD_HDR_BYTES, or the whole frame */
+	uint16_t hdr_len[FWD_MAX_BURST];
+	uint32_t len[FWD_MAX_BURST];          /* frame i's length */
+};
+
+struct vhf_burst *vhf_burst_create(int socket);
+void vhf_burst_free(struct vhf_burst *b);
+/* Takes up to MAX frames from IN's guest; NULL when it is not connected (nothing read). */
+const struct vhf_view *vhf_burst_take(struct vhf *in, uint16_t max, struct vhf_burst *b);
+/* Frame K (an mbuf of IN's pool), or NULL when the pool is empty. */
+struct rte_mbuf *vhf_burst_mbuf(struct vhf_burst *b, uint16_t k);
+/* Gives frames K.. back to the sender's ring unread (no mbuf for K): view.n becomes K. */
+void vhf_burst_cut(struct vhf_burst *b, uint16_t k);
+/*
+ * Copies frames IDX[0..N-1] into OUT's guest (worker Q's receive queue), one copy each, in
+ * that order; fills R's sent, full (no room, or the guest not connected), too_long and
+ * sent_bytes.
+ */
+void vhf_burst_copy(struct vhf_burst *b, const uint16_t *idx, uint16_t n, struct vhf *out,
+		    uint16_t q, uint32_t max_frame, struct vhf_result *r);
+/* Returns the burst's chains (up to the cut) to the sender. */
+void vhf_burst_end(struct vhf_burst *b);
 
 #endif
