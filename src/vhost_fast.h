@@ -4,17 +4,20 @@
  * protocol (socket, memory table, vrings, feature negotiation), and this module is the
  * virtqueue data path. Between two such ports a frame is copied once, from the sender's
  * descriptors straight into the receiver's buffers, as netmap's VALE copies between guests:
- * vhf_forward() does that for a whole burst. Everything else (learn, flow and floods, other
- * port kinds, a port not connected) goes through mbufs with vhf_rx_burst() and
- * vhf_tx_burst(), as the net_vhost PMD's ports do (docs/design.md, "One copy between VMs").
+ * vhf_forward() does that for a whole burst whose output is known before it is read (patch,
+ * flow steering by input port), and vhf_burst_*() frame by frame for a switch whose frames
+ * decide (learn: known unicast to another such port). Everything else (floods, flow rules
+ * that read headers, other port kinds, a port not connected) goes through mbufs with
+ * vhf_rx_burst() and vhf_tx_burst(), as the net_vhost PMD's ports do (docs/design.md, "One
+ * copy between VMs").
  *
  * Split rings only: the packed-ring feature is not offered, nor are indirect descriptors,
  * event index, in-order, checksum and segmentation offloads or dirty-page logging. Mergeable
  * receive buffers and the 12-byte virtio-net header are. Used-ring updates are published
  * and the guest notified (unless it asked for no interrupts) once per ring and burst.
  *
- * Threads: the worker polling the port calls vhf_rx_burst() and vhf_forward() with the port
- * as input; worker W transmits into guest receive queue W (vring 2W), as with the PMD's
+ * Threads: the worker polling the port calls vhf_rx_burst(), vhf_forward() and
+ * vhf_burst_take() with the port as input; worker W transmits into guest receive queue W (vring 2W), as with the PMD's
  * per-worker transmit queues. The vhost library's thread publishes a connected guest's rings
  * and memory table, and withdraws them behind an RCU grace period (worker.h) before the
  * library unmaps anything.

@@ -1,5 +1,6 @@
 """vhost-user ports with fast=1 (src/vhost_fast.c): frames between two of them in a patch
-switch are copied once, guest to guest; everything else goes through mbufs. Real guests:
+switch, a flow switch steering by input port, or a learn switch (to a learned MAC) are copied
+once, guest to guest; everything else goes through mbufs. Real guests:
 dpdk-testpmd over virtio-user, and a second sluiced whose virtio-user ports replay and record
 pcap files, so that every byte of every frame is compared."""
 
