@@ -36,6 +36,10 @@
  * action); it counts as forwarded and the worker no longer touches it. */
 #define FWD_OUT_CONSUMED 0xfffc
 
+/* The bytes of a frame's start that fwd_ops.fast_unicast() reads: addresses, an 802.1Q
+ * tag and the EtherType after it. */
+#define FWD_HDR_BYTES 18
+
 struct port;
 
 /*
@@ -102,6 +106,22 @@ struct fwd_ops {
 	 */
 	void (*fixed_count)(void *state, uint16_t in, uint16_t worker, uint64_t packets,
 			    uint64_t bytes);
+
+	/*
+	 * For a port path that moves frames without mbufs (vhost_fast.h) when the frames
+	 * decide (learn): which frames of a burst received on IN go unchanged, as unicast, to
+	 * one port of FAST (a bitmap of switch port indexes the path can copy into). HDR[i]
+	 * holds the first HDR_LEN[i] bytes of frame i (at least FWD_HDR_BYTES when the frame
+	 * is that long). Sets FB->out[i] to that port, or to FWD_OUT_MIXED for a frame left
+	 * to process(), and returns how many frames it took. For the frames it takes it must
+	 * learn and count exactly as process() would for them; the frames it leaves it must
+	 * not touch (process() sees them next, as mbufs). Frames with one destination (MAC
+	 * and VLAN) get one answer within a burst, so that no flow is split between the two
+	 * paths and reordered. Hot path; optional.
+	 */
+	uint16_t (*fast_unicast)(void *state, uint16_t in, uint64_t fast,
+				 const uint8_t *const *hdr, const uint16_t *hdr_len, uint16_t n,
+				 struct fwd_burst *fb);
 
 	/* The same decision for one packet, explained. Control thread; optional. */
 	void (*trace)(void *state, uint16_t in, struct rte_mbuf *pkt, struct fwd_trace *trace);

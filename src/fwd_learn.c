@@ -57,6 +57,8 @@
 #define LEARN_RING_SIZE 4096           /* learn requests per worker between two ticks */
 #define LEARN_PREFETCH 4               /* packets ahead the first pass prefetches */
 #define LEARN_STORM_WINDOW_DIV 10      /* storm bucket depth: a tenth of a second */
+/* Destinations one burst of the one-copy path remembers its answer for (learn_fast_unicast) */
+#define LEARN_FAST_KEYS 8
 
 /* What the first pass found out about a frame. */
 enum frame_class { FRAME_UNICAST, FRAME_GROUP, FRAME_DROP };
@@ -86,6 +88,10 @@ struct learn_worker {
 	uint8_t class[FWD_MAX_BURST];  /* enum frame_class */
 	uint8_t tagged[FWD_MAX_BURST]; /* the frame carries an 802.1Q tag */
 	struct learn_req req[FWD_MAX_BURST];
+	/* learn_fast_unicast(): the answer given to each destination in this burst */
+	uint64_t fast_key[LEARN_FAST_KEYS];
+	uint16_t fast_out[LEARN_FAST_KEYS];
+	uint8_t fast_tagged[LEARN_FAST_KEYS];
 } __rte_cache_aligned;
 
 struct learn {
@@ -135,13 +141,12 @@ static inline void restore_stripped_tag(struct rte_mbuf *m)
  * table buckets the second pass will read are prefetched. ACCESS is the input port's access
  * VLAN (0: trunk).
  */
-static inline void classify(const struct learn *L, struct learn_worker *w, uint16_t in,
-			    uint16_t access, struct rte_mbuf *m, uint16_t i,
-			    struct fwd_burst *fb)
+static inline void classify_bytes(const struct learn *L, struct learn_worker *w, uint16_t in,
+				  uint16_t access, const uint8_t *data, uint32_t len, uint16_t i,
+				  struct fwd_burst *fb)
 {
 	struct l2_frame f;
-	int drop = l2_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), in,
-			    access, L->member, w->forward_reserved, &f);
+	int drop = l2_parse(data, len, in, access, L->member, w->forward_reserved, &f);
 
 	if (unlikely(drop >= 0)) {
 		w->class[i] = FRAME_DROP;
@@ -161,6 +166,14 @@ static inline void classify(const struct learn *L, struct learn_worker *w, uint1
 	w->dst_key[i] = f.dst_key;
 	w->dst_hash[i] = fdb_hash(f.dst_key);
 	rte_prefetch0(fdb_bucket_of(&L->fdb, w->dst_hash[i]));
+}
+
+static inline void classify(const struct learn *L, struct learn_worker *w, uint16_t in,
+			    uint16_t access, struct rte_mbuf *m, uint16_t i,
+			    struct fwd_burst *fb)
+{
+	classify_bytes(L, w, in, access, rte_pktmbuf_mtod(m, const uint8_t *),
+		       rte_pktmbuf_data_len(m), i, fb);
 }
 
 /*
@@ -437,6 +450,117 @@ learn:
 						     NULL);
 		stats_add(&w->queue_full, n_req - queued);
 	}
+}
+
+/* ---- the one-copy path's question (fwd.h, fast_unicast) ---- */
+
+/* Whether two frame starts (LEN bytes valid) hold the same 16 bytes, as same_header(). */
+static inline bool same_bytes(const uint8_t *a, uint16_t a_len, const uint8_t *b,
+			      uint16_t b_len)
+{
+	uint64_t ha[2], hb[2];
+
+	if (a_len < RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN || b_len < RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN)
+		return false;
+	memcpy(ha, a, sizeof(ha));
+	memcpy(hb, b, sizeof(hb));
+	return ((ha[0] ^ hb[0]) | (ha[1] ^ hb[1])) == 0;
+}
+
+/*
+ * Where unicast frame I goes when decide() would send it, unchanged, to a learned port of
+ * FAST: that port; else FWD_OUT_MIXED (unknown, the input itself, not in the VLAN, a tag to
+ * push or pop, or a port the one-copy path cannot reach), and process() decides.
+ */
+static inline uint16_t fast_output(const struct learn *L, const struct learn_worker *w,
+				   uint16_t in, uint64_t fast, uint16_t i)
+{
+	const struct fdb_slot *s = fdb_lookup(&L->fdb, w->dst_key[i], w->dst_hash[i]);
+	uint16_t v = w->vlan[i];
+	uint32_t out;
+
+	if (s == NULL)
+		return FWD_OUT_MIXED;
+	out = fdb_slot_port_flags(s) & FDB_PORT_MASK;
+	if (out == in || out >= SW_MAX_PORTS || (fast & bit((uint16_t)out)) == 0 ||
+	    (__atomic_load_n(&L->member[v], __ATOMIC_RELAXED) & bit((uint16_t)out)) == 0 ||
+	    ((__atomic_load_n(&L->tagged[v], __ATOMIC_RELAXED) & bit((uint16_t)out)) != 0) !=
+	    (bool)w->tagged[i])
+		return FWD_OUT_MIXED;
+	return (uint16_t)out;
+}
+
+/*
+ * The answer for unicast frame I, the same for every frame of the burst with its
+ * destination and tagging: the table may change between two lookups (the control thread
+ * learns meanwhile), and a flow split between the one-copy path (sent at once) and the mbuf
+ * path (sent after the burst) would arrive out of order. *N_KEYS answers are remembered;
+ * past LEARN_FAST_KEYS destinations, a new one is left to process().
+ */
+static inline uint16_t fast_answer(const struct learn *L, struct learn_worker *w, uint16_t in,
+				   uint64_t fast, uint16_t i, uint16_t *n_keys)
+{
+	uint16_t k;
+
+	for (k = 0; k < *n_keys; k++)
+		if (w->fast_key[k] == w->dst_key[i] && w->fast_tagged[k] == w->tagged[i])
+			return w->fast_out[k];
+	if (*n_keys == LEARN_FAST_KEYS)
+		return FWD_OUT_MIXED;
+	w->fast_key[k] = w->dst_key[i];
+	w->fast_tagged[k] = w->tagged[i];
+	w->fast_out[k] = fast_output(L, w, in, fast, i);
+	(*n_keys)++;
+	return w->fast_out[k];
+}
+
+/*
+ * fwd.h, fast_unicast: the frames of a burst that decide() would send, unchanged, to one
+ * learned port of FAST. Their sources are learned as learn_process() learns them (refresh
+ * in place, or a request to the learner); the other frames are left alone, for
+ * learn_process() to classify, learn from, flood or drop when the worker hands them over
+ * as mbufs. Nothing is counted here that learn_process() would not count for the same
+ * frames: unicast to a learned port costs the function no counter of its own.
+ */
+static uint16_t learn_fast_unicast(void *state, uint16_t in, uint64_t fast,
+				   const uint8_t *const *hdr, const uint16_t *hdr_len,
+				   uint16_t n, struct fwd_burst *fb)
+{
+	struct learn *L = state;
+	struct learn_worker *w = &L->lw[fb->worker];
+	uint16_t access = __atomic_load_n(&L->access_tag[in], __ATOMIC_RELAXED);
+	uint32_t now = __atomic_load_n(&L->now, __ATOMIC_RELAXED);
+	uint16_t i, n_req = 0, n_keys = 0, taken = 0;
+	uint64_t last_src = 0;
+	unsigned int queued;
+
+	w->forward_reserved = __atomic_load_n(&L->forward_reserved, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && same_bytes(hdr[i], hdr_len[i], hdr[i - 1], hdr_len[i - 1]))
+			copy_class(w, i, fb);
+		else
+			classify_bytes(L, w, in, access, hdr[i], hdr_len[i], i, fb);
+	}
+	for (i = 0; i < n; i++) {
+		uint16_t o = FWD_OUT_MIXED;
+
+		if (w->class[i] == FRAME_UNICAST)
+			o = fast_answer(L, w, in, fast, i, &n_keys);
+		fb->out[i] = o;
+		if (o == FWD_OUT_MIXED)
+			continue;
+		taken++;
+		if (w->src_key[i] != last_src) {
+			learn_source(w, now, in, i, &L->fdb, &n_req);
+			last_src = w->src_key[i];
+		}
+	}
+	if (n_req > 0) {
+		queued = rte_ring_enqueue_burst_elem(w->ring, w->req, sizeof(w->req[0]), n_req,
+						     NULL);
+		stats_add(&w->queue_full, n_req - queued);
+	}
+	return taken;
 }
 
 /* ---- the control side ---- */
@@ -960,6 +1084,7 @@ const struct fwd_ops fwd_learn_ops = {
 	.port_added = learn_port_added,
 	.port_removed = learn_port_removed,
 	.process = learn_process,
+	.fast_unicast = learn_fast_unicast,
 	.trace = learn_trace,
 	.describe = learn_describe,
 	.tick = learn_tick,

@@ -112,6 +112,9 @@ int sw_attach_port(struct sw *s, struct port *p, int want)
 	s->ops->port_added(s->fwd, (uint16_t)i);
 	/* Release: a worker that sees the pointer sees the port's fields and the fwd state. */
 	__atomic_store_n(&s->ports[i], p, __ATOMIC_RELEASE);
+	if (p->vhf != NULL)
+		__atomic_store_n(&s->fast_ports, s->fast_ports | (UINT64_C(1) << i),
+				 __ATOMIC_RELAXED);
 	s->n_ports++;
 	return 0;
 }
@@ -120,6 +123,8 @@ void sw_detach_port(struct sw *s, struct port *p)
 {
 	snprintf(s->slot_name[p->sw_index], sizeof(s->slot_name[0]), "%s", p->name);
 	s->slot_freed[p->sw_index] = ++s->slot_clock;
+	__atomic_store_n(&s->fast_ports, s->fast_ports & ~(UINT64_C(1) << p->sw_index),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&s->ports[p->sw_index], NULL, __ATOMIC_RELEASE);
 	s->ops->port_removed(s->fwd, p->sw_index);
 	s->n_ports--;

@@ -692,6 +692,165 @@ uint16_t vhf_rx_burst(struct vhf *v, struct rte_mbuf **pkts, uint16_t n)
 	return got;
 }
 
+/* ---- bursts a forwarding function decides frame by frame (vhost_fast.h, vhf_burst) ---- */
+
+struct vhf_burst {
+	struct vhf_view view;         /* first: what the worker reads */
+	struct vhf *in;
+	struct vhf_dev *dev;          /* IN's guest, for the burst */
+	struct vhf_xlate x;
+	uint16_t first;               /* the sender ring's next avail entry before the burst */
+	uint16_t n_chains;            /* chains read: frames and malformed ones */
+	uint16_t cut;                 /* chains returned at the end; the rest stay in the ring */
+	uint16_t chain[FWD_MAX_BURST];        /* view frame -> frames[] */
+	uint16_t heads[FWD_MAX_BURST];
+	uint16_t out_heads[FWD_MAX_BURST];
+	struct vhf_frame frames[FWD_MAX_BURST];
+	struct vhf_frame out_frames[FWD_MAX_BURST];  /* one output's frames, for prefetching */
+	struct vhf_seg segs[VHF_BURST_SEGS];
+	uint8_t hdr_copy[FWD_MAX_BURST][FWD_HDR_BYTES];
+};
+
+struct vhf_burst *vhf_burst_create(int socket)
+{
+	return rte_zmalloc_socket("vhf_burst", sizeof(struct vhf_burst), RTE_CACHE_LINE_SIZE,
+				  socket);
+}
+
+void vhf_burst_free(struct vhf_burst *b)
+{
+	rte_free(b);
+}
+
+/*
+ * Points view frame K at frame F's first bytes: in the guest's buffer when its first piece
+ * holds them (nearly always), else gathered into the burst's own copy.
+ */
+static void view_frame(struct vhf_burst *b, uint16_t k, const struct vhf_frame *f)
+{
+	const struct vhf_seg *g = &b->segs[f->seg];
+	uint32_t want = RTE_MIN((uint32_t)f->len, (uint32_t)FWD_HDR_BYTES);
+
+	b->view.len[k] = (uint32_t)f->len;
+	if (likely(g->len >= want)) {
+		b->view.hdr[k] = g->p;
+		b->view.hdr_len[k] = (uint16_t)RTE_MIN(g->len, (uint32_t)UINT16_MAX);
+	} else {
+		struct vhf_src s = { .segs = g, .n = f->n_segs, .left = want };
+
+		b->view.hdr_len[k] = (uint16_t)src_copy(&s, b->hdr_copy[k], want);
+		b->view.hdr[k] = b->hdr_copy[k];
+	}
+}
+
+const struct vhf_view *vhf_burst_take(struct vhf *in, uint16_t max, struct vhf_burst *b)
+{
+	struct vhf_dev *d = dev_of(in);
+	struct vhf_ring *r;
+	uint16_t n, i, k = 0;
+
+	if (d == NULL || !vring_usable(in, d, VHF_TXQ))
+		return NULL;
+	r = &d->rings[VHF_TXQ];
+	b->in = in;
+	b->dev = d;
+	b->x = (struct vhf_xlate){ .mem = mem_of(d) };
+	b->first = r->last_avail;
+	n = (uint16_t)(avail_idx(r) - r->last_avail);
+	n = RTE_MIN(n, RTE_MIN(max, (uint16_t)FWD_MAX_BURST));
+	if (n > 0) {
+		read_heads(r, n, b->heads);
+		prefetch_used(r, n);
+		n = read_burst(d, &b->x, r, b->heads, n, b->frames, b->segs);
+	}
+	for (i = 0; i < n; i++) {
+		if (b->frames[i].len < 0)
+			continue;
+		b->chain[k] = i;
+		view_frame(b, k++, &b->frames[i]);
+	}
+	b->n_chains = n;
+	b->cut = n;
+	b->view.n = k;
+	return &b->view;
+}
+
+void vhf_burst_cut(struct vhf_burst *b, uint16_t k)
+{
+	if (k < b->view.n) {
+		b->cut = b->chain[k];
+		b->view.n = k;
+	}
+}
+
+struct rte_mbuf *vhf_burst_mbuf(struct vhf_burst *b, uint16_t k)
+{
+	const struct vhf_frame *f = &b->frames[b->chain[k]];
+
+	return frame_to_mbuf(b->in->pool, &b->segs[f->seg], f->n_segs, (uint32_t)f->len);
+}
+
+void vhf_burst_copy(struct vhf_burst *b, const uint16_t *idx, uint16_t n, struct vhf *out,
+		    uint16_t q, uint32_t max_frame, struct vhf_result *res)
+{
+	struct vhf_dev *d = dev_of(out);
+	struct vhf_xlate x;
+	struct vhf_ring *r;
+	uint16_t avail, n_out, j;
+
+	memset(res, 0, sizeof(*res));
+	if (d == NULL || !vring_usable(out, d, 2u * q)) {
+		res->full = n;        /* as vhf_tx_burst() takes nothing then */
+		return;
+	}
+	r = &d->rings[2u * q];
+	x = (struct vhf_xlate){ .mem = mem_of(d) };
+	avail = avail_idx(r);
+	n_out = RTE_MIN(n, (uint16_t)(avail - r->last_avail));
+	/* As in vhf_forward(): the receiver's ring and buffers asked for ahead, all at once. */
+	read_heads(r, n_out, b->out_heads);
+	prefetch_used(r, n_out);
+	for (j = 0; j < n_out; j++)
+		b->out_frames[j] = b->frames[b->chain[idx[j]]];
+	prefetch_receiver(r, &x, b->out_heads, n_out, b->out_frames, d->hdr_len);
+	for (j = 0; j < n; j++) {
+		const struct vhf_frame *f = &b->frames[b->chain[idx[j]]];
+		struct vhf_src s;
+
+		if (frame_too_long(&b->segs[f->seg], (uint32_t)f->len, max_frame)) {
+			res->too_long++;
+			continue;
+		}
+		s = (struct vhf_src){ .segs = &b->segs[f->seg], .n = f->n_segs,
+				      .left = (uint32_t)f->len };
+		if (put_frame(d, &x, r, avail, &s) == VHF_PUT_OK) {
+			res->sent++;
+			res->sent_bytes += (uint32_t)f->len;
+		} else {
+			res->full++;
+		}
+	}
+	used_publish(r);
+	__atomic_store_n(&b->in->one_copy, b->in->one_copy + res->sent, __ATOMIC_RELAXED);
+}
+
+void vhf_burst_end(struct vhf_burst *b)
+{
+	struct vhf_ring *r = &b->dev->rings[VHF_TXQ];
+	uint16_t i, malformed = 0;
+
+	for (i = 0; i < b->cut; i++) {
+		used_put(r, b->frames[i].head, 0);
+		malformed += b->frames[i].len < 0;
+	}
+	/* The chains after the cut were not consumed: the next burst reads them again. */
+	r->last_avail = (uint16_t)(b->first + b->cut);
+	used_publish(r);
+	if (malformed > 0)
+		__atomic_store_n(&b->in->rx_missed, b->in->rx_missed + malformed,
+				 __ATOMIC_RELAXED);
+}
+
 /* Points SEGS at M's segments; their count, or 0 for a chain longer than VHF_MAX_SEGS. */
 static unsigned int mbuf_segs(const struct rte_mbuf *m, struct vhf_seg *segs)
 {

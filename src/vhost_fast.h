@@ -4,17 +4,20 @@
  * protocol (socket, memory table, vrings, feature negotiation), and this module is the
  * virtqueue data path. Between two such ports a frame is copied once, from the sender's
  * descriptors straight into the receiver's buffers, as netmap's VALE copies between guests:
- * vhf_forward() does that for a whole burst. Everything else (learn, flow and floods, other
- * port kinds, a port not connected) goes through mbufs with vhf_rx_burst() and
- * vhf_tx_burst(), as the net_vhost PMD's ports do (docs/design.md, "One copy between VMs").
+ * vhf_forward() does that for a whole burst whose output is known before it is read (patch,
+ * flow steering by input port), and vhf_burst_*() frame by frame for a switch whose frames
+ * decide (learn: known unicast to another such port). Everything else (floods, flow rules
+ * that read headers, other port kinds, a port not connected) goes through mbufs with
+ * vhf_rx_burst() and vhf_tx_burst(), as the net_vhost PMD's ports do (docs/design.md, "One
+ * copy between VMs").
  *
  * Split rings only: the packed-ring feature is not offered, nor are indirect descriptors,
  * event index, in-order, checksum and segmentation offloads or dirty-page logging. Mergeable
  * receive buffers and the 12-byte virtio-net header are. Used-ring updates are published
  * and the guest notified (unless it asked for no interrupts) once per ring and burst.
  *
- * Threads: the worker polling the port calls vhf_rx_burst() and vhf_forward() with the port
- * as input; worker W transmits into guest receive queue W (vring 2W), as with the PMD's
+ * Threads: the worker polling the port calls vhf_rx_burst(), vhf_forward() and
+ * vhf_burst_take() with the port as input; worker W transmits into guest receive queue W (vring 2W), as with the PMD's
  * per-worker transmit queues. The vhost library's thread publishes a connected guest's rings
  * and memory table, and withdraws them behind an RCU grace period (worker.h) before the
  * library unmaps anything.
@@ -28,6 +31,8 @@
 #include <rte_ether.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+
+#include "fwd.h"
 
 struct vhf;
 struct port;
@@ -71,5 +76,43 @@ uint16_t vhf_tx_burst(struct vhf *v, uint16_t q, struct rte_mbuf **pkts, uint16_
  */
 int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint32_t max_frame,
 		struct vhf_result *r);
+
+/*
+ * A burst for a switch whose frames decide where they go (learn): vhf_burst_take() reads the
+ * sender's chains and shows each frame's first bytes; the worker asks the forwarding
+ * function (fwd_ops.fast_unicast), copies the frames it answered for straight into other
+ * guests (vhf_burst_copy, one call per output, frames in the order sent), makes mbufs of the
+ * rest (vhf_burst_mbuf) and, once every copy is made, returns the chains to the sender
+ * (vhf_burst_end), before serving the mbufs as any received burst. Frames are numbered
+ * 0..n-1 in the order sent; malformed chains are not among them (vhf_burst_end counts them
+ * in rx_missed). A worker's scratch, one per worker; no allocation after create.
+ */
+struct vhf_burst;
+
+struct vhf_view {
+	uint16_t n;                           /* frames */
+	const uint8_t *hdr[FWD_MAX_BURST];    /* frame i's first hdr_len[i] bytes: at least
+					       * FWD_HDR_BYTES, or the whole frame */
+	uint16_t hdr_len[FWD_MAX_BURST];
+	uint32_t len[FWD_MAX_BURST];          /* frame i's length */
+};
+
+struct vhf_burst *vhf_burst_create(int socket);
+void vhf_burst_free(struct vhf_burst *b);
+/* Takes up to MAX frames from IN's guest; NULL when it is not connected (nothing read). */
+const struct vhf_view *vhf_burst_take(struct vhf *in, uint16_t max, struct vhf_burst *b);
+/* Frame K (an mbuf of IN's pool), or NULL when the pool is empty. */
+struct rte_mbuf *vhf_burst_mbuf(struct vhf_burst *b, uint16_t k);
+/* Gives frames K.. back to the sender's ring unread (no mbuf for K): view.n becomes K. */
+void vhf_burst_cut(struct vhf_burst *b, uint16_t k);
+/*
+ * Copies frames IDX[0..N-1] into OUT's guest (worker Q's receive queue), one copy each, in
+ * that order; fills R's sent, full (no room, or the guest not connected), too_long and
+ * sent_bytes.
+ */
+void vhf_burst_copy(struct vhf_burst *b, const uint16_t *idx, uint16_t n, struct vhf *out,
+		    uint16_t q, uint32_t max_frame, struct vhf_result *r);
+/* Returns the burst's chains (up to the cut) to the sender. */
+void vhf_burst_end(struct vhf_burst *b);
 
 #endif

@@ -130,6 +130,10 @@ struct worker {
 	uint64_t inject_done;         /* atomic; the worker */
 	uint64_t inject_dropped;      /* the worker: direct outputs the port did not take */
 	struct vxl_split split;       /* frames an underlay's burst holds for its tunnels */
+	/* a burst on the one-copy path of a switch that decides per frame (serve_vhost_frames) */
+	struct vhf_burst *vb;
+	uint16_t vcount[SW_MAX_PORTS], vstart[SW_MAX_PORTS];
+	uint16_t vidx[FWD_MAX_BURST];
 } __rte_cache_aligned;
 
 /* One frame handed to a worker: sent out of OUT, or (OUT NULL) served as received on IN. */
@@ -629,6 +633,133 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 	return true;
 }
 
+/*
+ * Sends group IDX[0..N-1] of the burst in VB, frames answered for output O, straight into
+ * O's guest, and counts as flush_output() would have counted the same frames as mbufs:
+ * sent ones as forwarded and as O's tx, the rest as drops of the input with the reason the
+ * output gives (tx_full, link_down, port_removed, mtu_exceeded).
+ */
+static void copy_group(struct worker *w, struct sw *s, struct port_counters *ic, uint16_t o,
+		       const uint16_t *idx, uint16_t n)
+{
+	struct port *p = sw_port(s, o);
+	struct vhf *vo = p != NULL ? p->vhf : NULL;
+	struct vhf_result r = { .full = n };
+
+	if (vo != NULL)
+		vhf_burst_copy(w->vb, idx, n, vo, (uint16_t)w->id,
+			       __atomic_load_n(&p->max_frame, __ATOMIC_RELAXED), &r);
+	if (r.sent > 0) {
+		struct port_counters *oc = &p->counters[w->id];
+
+		stats_add(&ic->forwarded, r.sent);
+		stats_add(&oc->tx_packets, r.sent);
+		stats_add(&oc->tx_bytes, r.sent_bytes);
+	}
+	if (r.full > 0)
+		stats_add(&ic->drops[unsent_reason(p)], r.full);
+	if (r.too_long > 0)
+		stats_add(&ic->drops[STATS_DROP_MTU_EXCEEDED], r.too_long);
+}
+
+/*
+ * Groups the frames of VIEW (the first N) that FB sends to a port by that port, keeping
+ * their order, and copies each group with one call (VALE's per-destination lists: a
+ * counting sort over the outputs the burst uses).
+ */
+static void copy_direct(struct worker *w, struct sw *s, struct port_counters *ic,
+			const struct fwd_burst *fb, uint16_t n)
+{
+	uint16_t outs[SW_MAX_PORTS], n_outs = 0, pos = 0, i, k;
+
+	for (i = 0; i < n; i++) {
+		uint16_t o = fb->out[i];
+
+		if (o >= SW_MAX_PORTS)
+			continue;
+		if (w->vcount[o]++ == 0)
+			outs[n_outs++] = o;
+	}
+	for (k = 0; k < n_outs; k++) {
+		w->vstart[outs[k]] = pos;
+		pos = (uint16_t)(pos + w->vcount[outs[k]]);
+		w->vcount[outs[k]] = 0;
+	}
+	for (i = 0; i < n; i++) {
+		uint16_t o = fb->out[i];
+
+		if (o < SW_MAX_PORTS)
+			w->vidx[w->vstart[o] + w->vcount[o]++] = i;
+	}
+	for (k = 0; k < n_outs; k++) {
+		uint16_t o = outs[k];
+
+		copy_group(w, s, ic, o, &w->vidx[w->vstart[o]], w->vcount[o]);
+		w->vcount[o] = 0;
+	}
+}
+
+/*
+ * A burst from a vhost-user port of sluice's own whose switch decides frame by frame
+ * (learn): the forwarding function answers, from the frames' first bytes, which go as
+ * unicast, unchanged, to another such port (fwd_ops.fast_unicast); those are copied guest
+ * to guest, per output, and counted here. Every other frame (flood, unknown destination,
+ * hairpin, another port kind, a tag to change, a drop) becomes an mbuf and goes through
+ * serve_burst() afterwards, which decides and counts it as for any port, so that nothing
+ * is lost or counted twice between the two paths. Returns false, having done nothing, when
+ * the whole burst must take the mbuf path (no other fast port, the guest not connected).
+ */
+static bool serve_vhost_frames(struct worker *w, struct port *in, uint64_t *got)
+{
+	struct sw *s = in->sw;
+	struct fwd_burst *fb = &w->fb;
+	const struct vhf_view *v;
+	uint16_t i, n, n_mbuf = 0, taken;
+	uint64_t fast, bytes = 0;
+
+	if (s->ops->fast_unicast == NULL ||
+	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
+		return false;
+	fast = __atomic_load_n(&s->fast_ports, __ATOMIC_RELAXED) & ~(UINT64_C(1) << in->sw_index);
+	if (fast == 0)
+		return false;
+	v = vhf_burst_take(in->vhf, (uint16_t)config.burst, w->vb);
+	if (v == NULL)
+		return false;
+	n = v->n;
+	taken = n > 0 ? s->ops->fast_unicast(s->fwd, in->sw_index, fast, v->hdr, v->hdr_len, n,
+					     fb) : 0;
+	for (i = 0; i < n && n_mbuf < n - taken; i++) {
+		struct rte_mbuf *m;
+
+		if (fb->out[i] < SW_MAX_PORTS)
+			continue;
+		m = vhf_burst_mbuf(w->vb, i);
+		if (unlikely(m == NULL)) {
+			/* The pool is short for a moment: I and the frames after it stay in the
+			 * guest's ring for the next poll, as vhf_rx_burst() leaves them. */
+			vhf_burst_cut(w->vb, i);
+			n = i;
+			break;
+		}
+		w->rx[n_mbuf++] = m;
+	}
+	if (n_mbuf < n) {
+		struct port_counters *ic = &in->counters[w->id];
+
+		for (i = 0; i < n; i++)
+			bytes += fb->out[i] < SW_MAX_PORTS ? v->len[i] : 0;
+		stats_add(&ic->rx_packets, (uint64_t)(n - n_mbuf));
+		stats_add(&ic->rx_bytes, bytes);
+		copy_direct(w, s, ic, fb, n);
+	}
+	vhf_burst_end(w->vb);
+	if (n_mbuf > 0)
+		serve_burst(w, in, w->rx, n_mbuf);
+	*got += n;
+	return true;
+}
+
 /* Adds a burst's cycles since T0 and its N frames to queue RQ's counters (only this
  * worker writes them; the control thread reads). */
 static inline void rxq_account(struct port_rxq *rq, uint64_t t0, uint64_t n)
@@ -660,7 +791,7 @@ static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q)
 		bool done;
 
 		burst_seq_step(w);
-		done = serve_vhost_direct(w, p, &got);
+		done = serve_vhost_direct(w, p, &got) || serve_vhost_frames(w, p, &got);
 		burst_seq_step(w);
 		if (done) {
 			if (got > 0)
@@ -778,7 +909,8 @@ int wk_init(unsigned int n, const struct wk_config *cfg)
 			return -1;
 		w->plan = rte_zmalloc("wk_plan", sizeof(struct wk_plan), 0);
 		w->spare = rte_zmalloc("wk_plan", sizeof(struct wk_plan), 0);
-		if (w->plan == NULL || w->spare == NULL)
+		w->vb = vhf_burst_create((int)rte_lcore_to_socket_id(lcore));
+		if (w->plan == NULL || w->spare == NULL || w->vb == NULL)
 			return -1;
 		/* room for one super-frame's segments (complete_offloads) */
 		w->pool = pool_reserve((int)rte_lcore_to_socket_id(lcore), WK_MAX_SEGS);
@@ -841,6 +973,7 @@ void wk_fini(void)
 		rte_ring_free(workers[i]->inject);
 		rte_free(workers[i]->plan);
 		rte_free(workers[i]->spare);
+		vhf_burst_free(workers[i]->vb);
 		rte_free(workers[i]);
 		workers[i] = NULL;
 	}

@@ -1,5 +1,6 @@
 """vhost-user ports with fast=1 (src/vhost_fast.c): frames between two of them in a patch
-switch are copied once, guest to guest; everything else goes through mbufs. Real guests:
+switch, a flow switch steering by input port, or a learn switch (to a learned MAC) are copied
+once, guest to guest; everything else goes through mbufs. Real guests:
 dpdk-testpmd over virtio-user, and a second sluiced whose virtio-user ports replay and record
 pcap files, so that every byte of every frame is compared."""
 
@@ -323,3 +324,187 @@ def test_client_role_reconnects(daemon: Daemon, workdir: Path, guests: list[Gues
     assert_accounting(stats)
     assert stats["sink"]["tx_packets"] == stats["vm"]["forwarded"]
     assert stats["vm"]["one_copy"] == 0          # to a null port: the packet-buffer path
+
+
+# ---- learn mode: known unicast between fast ports on the one-copy path ----
+
+MACS = {"vm1": "02:00:00:00:01:01", "vm2": "02:00:00:00:01:02", "vm3": "02:00:00:00:01:03"}
+NOBODY = "02:00:00:00:0f:0f"          # never sends: an unknown destination
+BCAST = "ff:ff:ff:ff:ff:ff"
+
+
+def learn_fast_ports(d: Daemon, workdir: Path, names: list[str]) -> None:
+    d.call("add-switch", name="br0", mode="learn")
+    for vm in names:
+        d.call("add-port", switch="br0", name=vm,
+               spec=f"vhost-user:server,path={workdir}/{vm}.sock,fast=1")
+
+
+def mac_guest(workdir: Path, vm: str, mode: str, peer: str | None = None) -> Guest:
+    """A testpmd guest on VM's socket whose port has VM's MAC (MACS), sending to PEER."""
+    g = Guest(workdir, f"{vm}{mode}", workdir / f"{vm}.sock", mode)
+    vdev = f"net_virtio_user0,path={workdir}/{vm}.sock"
+    g.cmd[g.cmd.index(vdev)] = f"{vdev},mac={MACS[vm]}"
+    if peer is not None:
+        g.cmd.append(f"--eth-peer=0,{peer}")
+    return g
+
+
+def fdb(d: Daemon) -> dict[str, str]:
+    return {e["mac"].lower(): e["port"] for e in d.call("fdb-show", switch="br0")["entries"]}
+
+
+def teach(d: Daemon, workdir: Path, guests: list[Guest], vms: list[str]) -> None:
+    """Each guest of VMS sends for a moment (to an unknown MAC), so that the switch learns
+    its MAC on its port; then it goes away and the counters are cleared."""
+    for vm in vms:
+        g = mac_guest(workdir, vm, "txonly", NOBODY).start()
+        guests.append(g)
+        wait_for(lambda vm=vm: fdb(d).get(MACS[vm]) == vm, 30)  # type: ignore[misc]
+        assert g.stop() == 0
+        guests.remove(g)
+        wait_for(lambda vm=vm: links(d)[vm] == "down")  # type: ignore[misc]
+    d.call("clear-stats", switch="br0")
+
+
+def run_stream(d: Daemon, workdir: Path, guests: list[Guest], peer: str,
+               receivers: list[str]) -> tuple[int, dict[str, int]]:
+    """Receivers (rxonly) on RECEIVERS, then vm1 sending 64 B frames to PEER until the
+    switch has 100,000 of them; the frames vm1 sent and what each receiver got."""
+    rxs = {}
+    for vm in receivers:
+        rxs[vm] = mac_guest(workdir, vm, "rxonly").start()
+        guests.append(rxs[vm])
+        wait_for(lambda vm=vm: links(d)[vm] == "up", 30)  # type: ignore[misc]
+    tx = mac_guest(workdir, "vm1", "txonly", peer).start()
+    guests.append(tx)
+    wait_for(lambda: d.port_stats("br0")["vm1"]["rx_packets"] > 100_000, 60)
+    assert tx.stop() == 0
+    time.sleep(1.5)                          # the receivers drain their rings
+    got = {}
+    for vm, g in rxs.items():
+        assert g.stop() == 0
+        got[vm] = g.counts()["RX-packets"]
+    return tx.counts()["TX-packets"], got
+
+
+@pytest.mark.parametrize("n_ports", [2, 3])
+def test_learn_unicast_one_copy(daemon: Daemon, workdir: Path, guests: list[Guest],
+                                n_ports: int) -> None:
+    """A learn switch of fast ports: once vm2's MAC is learned, vm1's frames to it are
+    copied guest to guest (one_copy == forwarded), not flooded to vm3, and counted exactly:
+    testpmd TX == vm1 rx == forwarded + drops, forwarded == vm2 tx == testpmd RX. vm1's own
+    MAC is learned from frames that took the one-copy path."""
+    names = ["vm1", "vm2", "vm3"][:n_ports]
+    learn_fast_ports(daemon, workdir, names)
+    teach(daemon, workdir, guests, names[1:])
+    learned_before = daemon.call("stats", switch="br0")["switches"][0]["learn"]["learned"]
+    sent, got = run_stream(daemon, workdir, guests, MACS["vm2"], names[1:])
+    stats = daemon.port_stats("br0")
+    vm1, vm2 = stats["vm1"], stats["vm2"]
+    assert_accounting(stats)
+    assert vm1["rx_packets"] == sent > 100_000
+    assert {k for k, v in vm1["drops"].items() if v} <= {"tx_full"}
+    assert vm1["one_copy"] == vm1["forwarded"] == vm2["tx_packets"] == got["vm2"] > 0
+    assert vm1["rx_bytes"] == 64 * sent and vm2["tx_bytes"] == 64 * got["vm2"]
+    assert vm1["rx_missed"] == 0
+    if n_ports == 3:
+        assert stats["vm3"]["tx_packets"] == stats["vm3"]["flood_tx_dropped"] == 0
+        assert got["vm3"] == 0
+    assert fdb(daemon)[MACS["vm1"]] == "vm1"
+    learn = daemon.call("stats", switch="br0")["switches"][0]["learn"]
+    assert learn["learned"] == learned_before + 1, learn
+
+
+@pytest.mark.parametrize("dst", ["broadcast", "unknown", "own"])
+def test_learn_fast_mbuf_cases(daemon: Daemon, workdir: Path, guests: list[Guest],
+                               dst: str) -> None:
+    """Three fast ports in a learn switch, vm1 sending to a broadcast address, to a MAC
+    nobody has, or to its own MAC (learned on vm1): the first two are flooded through the
+    mbuf path to both others, counted as flood copies; the last is dropped as hairpin, as
+    learn mode does for any port. Nothing takes the one-copy path, nothing is lost."""
+    learn_fast_ports(daemon, workdir, ["vm1", "vm2", "vm3"])
+    teach(daemon, workdir, guests, ["vm1", "vm2", "vm3"])
+    peer = {"broadcast": BCAST, "unknown": NOBODY, "own": MACS["vm1"]}[dst]
+    sent, got = run_stream(daemon, workdir, guests, peer, ["vm2", "vm3"])
+    stats = daemon.port_stats("br0")
+    vm1 = stats["vm1"]
+    assert_accounting(stats)
+    assert vm1["rx_packets"] == sent > 100_000
+    assert vm1["one_copy"] == 0 and vm1["rx_missed"] == 0
+    if dst == "own":
+        assert vm1["drops"]["hairpin"] == vm1["rx_packets"] == vm1["dropped"]
+        for vm in ("vm2", "vm3"):
+            assert stats[vm]["tx_packets"] == got[vm] == 0
+        return
+    assert vm1["forwarded"] == vm1["rx_packets"]
+    for vm in ("vm2", "vm3"):
+        assert stats[vm]["tx_packets"] + stats[vm]["flood_tx_dropped"] == sent
+        assert stats[vm]["tx_packets"] == got[vm] > 0
+
+
+def mixed_frames(macs: dict[str, str]) -> list[Ether]:
+    """300 frames from M1 in runs and mixes: to fast ports' learned MACs, a pcap port's,
+    an unknown one, broadcast and a MAC on vm1 itself; lengths 60 to 1514, every payload
+    different."""
+    pattern = ["M2", "M2", "U", "M3", "B", "M2", "M4", "M5", "M3", "U", "M2", "M3", "M3"]
+    frames = []
+    for i in range(300):
+        dst = pattern[i % len(pattern)] if i < 260 else "M2"    # a run of one flow last
+        size = 60 + (i * 37) % 1455
+        head = Ether(src=macs["M1"], dst=macs[dst], type=0x88B5)
+        body = bytes((i * 13 + j) & 0xFF for j in range(size - len(head)))
+        frames.append(head / Raw(i.to_bytes(2, "big") + body[2:]))
+    return frames
+
+
+def test_learn_mixed_burst_loses_nothing(daemon: Daemon, guest_daemon: Daemon,
+                                         workdir: Path) -> None:
+    """Bursts mixing destinations on a learn switch of three fast ports and a pcap port:
+    frames to MACs on vm2 and vm3 take the one-copy path, frames to the pcap port's MAC (not
+    a fast port), to an unknown MAC and to broadcast the mbuf path, frames to a MAC on vm1
+    are dropped as hairpin. Every frame is accounted for, and each output gets exactly its
+    frames, byte for byte, in order for each destination."""
+    macs = {"M1": "02:00:00:00:02:01", "M2": "02:00:00:00:02:02", "M3": "02:00:00:00:02:03",
+            "M4": "02:00:00:00:02:04", "M5": "02:00:00:00:02:05", "U": NOBODY, "B": BCAST}
+    learn_fast_ports(daemon, workdir, ["vm1", "vm2", "vm3"])
+    daemon.call("add-port", switch="br0", name="cap", spec=f"pcap:tx={workdir}/cap.pcap")
+    for mac, port in (("M2", "vm2"), ("M3", "vm3"), ("M4", "cap"), ("M5", "vm1")):
+        daemon.call("fdb-add", switch="br0", mac=macs[mac], port=port)
+    g = guest_daemon
+    spec = "virtio-user:path={},queue_size=1024"
+    for vm in ("vm2", "vm3"):
+        g.call("add-switch", name=f"out{vm}", mode="patch")
+        g.call("add-port", switch=f"out{vm}", name=f"c{vm}",
+               spec=spec.format(workdir / f"{vm}.sock"))
+        g.call("add-port", switch=f"out{vm}", name=f"cap{vm}",
+               spec=f"pcap:tx={workdir}/{vm}.pcap")
+        g.call("patch", switch=f"out{vm}", port1=f"c{vm}", port2=f"cap{vm}")
+    g.call("add-switch", name="in", mode="learn")
+    g.call("add-port", switch="in", name="c1", spec=spec.format(workdir / "vm1.sock"))
+    wait_for(lambda: set(links(daemon).values()) == {"up"}, 30)
+    frames = mixed_frames(macs)
+    wrpcap(str(workdir / "in.pcap"), frames)
+    g.call("add-port", switch="in", name="src", spec=f"pcap:rx={workdir}/in.pcap")
+    wait_for(lambda: daemon.port_stats("br0")["vm1"]["rx_packets"] >= len(frames), 20)
+    time.sleep(1)
+    stats = daemon.port_stats("br0")
+    assert_accounting(stats)
+    vm1 = stats["vm1"]
+    to = {k: [f for f in frames if f.dst == macs[k]] for k in macs if k != "M1"}
+    flooded = len(to["U"]) + len(to["B"])
+    assert vm1["rx_packets"] == len(frames) and vm1["rx_missed"] == 0
+    assert vm1["rx_bytes"] == sum(len(f) for f in frames)
+    assert vm1["drops"]["hairpin"] == vm1["dropped"] == len(to["M5"])
+    assert vm1["forwarded"] == len(frames) - len(to["M5"])
+    assert vm1["one_copy"] == len(to["M2"]) + len(to["M3"])
+    want = {"vm2": ("M2", "U", "B"), "vm3": ("M3", "U", "B"), "cap": ("M4", "U", "B")}
+    for port, dsts in want.items():
+        assert stats[port]["tx_packets"] == len(to[dsts[0]]) + flooded, (port, stats[port])
+        path = workdir / f"{port}.pcap"
+        wait_for(lambda path=path, dsts=dsts: len(rdpcap(str(path))) ==  # type: ignore[misc]
+                 len(to[dsts[0]]) + flooded, 10)
+        got = rdpcap(str(path))
+        for k in dsts:
+            have = [bytes(f) for f in got if f.dst == macs[k]]
+            assert have == [bytes(f) for f in to[k]], f"{port}: frames to {k} differ"

@@ -16,6 +16,11 @@
  *   - the frames are then freed as the worker does (worker.c: a reference on every segment
  *     per further copy, one free per output) and the pool must be back to what it held
  *     before the burst: nothing leaked, nothing freed twice.
+ * Before process() sees a burst (without stripped tags: vhost_fast's frames carry theirs),
+ * the one-copy path's question (fwd_ops.fast_unicast) is asked on copies of the frames'
+ * first bytes, with some of the ports as fast ones: every frame it answers for must be one
+ * that process() sends, unchanged, to that port, and frames with the same first bytes must
+ * get the same answer.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -439,19 +444,86 @@ static void free_burst(uint16_t in, unsigned int n)
 
 /* ---- operations ---- */
 
+/* ---- the one-copy path's question (fwd_ops.fast_unicast) ---- */
+
+static uint8_t fast_hdr[FWD_MAX_BURST][FWD_HDR_BYTES];
+static uint16_t fast_out[FWD_MAX_BURST];
+
+/*
+ * Asks fast_unicast() about the burst, on copies of what process() will read of each
+ * frame's first segment (process() may retag the frames in place). Returns false, asking
+ * nothing, for a burst with a stripped tag, which the one-copy path never sees.
+ */
+static bool ask_fast(void *L, uint16_t input, uint64_t fast, unsigned int n)
+{
+	const uint8_t *hdr[FWD_MAX_BURST];
+	uint16_t len[FWD_MAX_BURST], taken = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (pkts[i]->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED)
+			return false;
+		len[i] = (uint16_t)RTE_MIN(rte_pktmbuf_data_len(pkts[i]), FWD_HDR_BYTES);
+		memcpy(fast_hdr[i], rte_pktmbuf_mtod(pkts[i], const uint8_t *), len[i]);
+		hdr[i] = fast_hdr[i];
+	}
+	if (fwd_learn_ops.fast_unicast(L, input, fast, hdr, len, (uint16_t)n, &fb) > n)
+		abort();
+	for (i = 0; i < n; i++) {
+		fast_out[i] = fb.out[i];
+		if (fast_out[i] == FWD_OUT_MIXED)
+			continue;
+		taken++;
+		if (fast_out[i] >= SW_MAX_PORTS || fast_out[i] == input ||
+		    !(fast & (UINT64_C(1) << fast_out[i])))
+			abort();             /* not a fast port, or the input */
+	}
+	(void)taken;
+	return true;
+}
+
+/* Each frame fast_unicast() answered for goes there by process(), unchanged in length. */
+static void check_fast(unsigned int n, const uint32_t *len_before)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < n; i++) {
+		uint16_t o = fb.uniform != FWD_OUT_MIXED ? fb.uniform : fb.out[i];
+
+		if (fast_out[i] != FWD_OUT_MIXED &&
+		    (o != fast_out[i] || rte_pktmbuf_pkt_len(pkts[i]) != len_before[i]))
+			abort();
+		for (j = 0; j < i; j++)
+			if (rte_pktmbuf_data_len(pkts[i]) >= FWD_HDR_BYTES &&
+			    rte_pktmbuf_data_len(pkts[j]) >= FWD_HDR_BYTES &&
+			    memcmp(fast_hdr[i], fast_hdr[j], FWD_HDR_BYTES) == 0 &&
+			    fast_out[i] != fast_out[j])
+				abort();     /* one destination, two answers */
+	}
+}
+
 static void run_burst(void *L, const struct model_port *ports, const uint16_t *index_of,
 		      unsigned int n_ports, uint64_t present, struct input *in, uint8_t op)
 {
 	unsigned int k = next(in) % n_ports, n = 1 + (op >> 3) % 32, i;
 	uint16_t input = index_of[k];
 	unsigned int base = rte_mempool_in_use_count(pool);
+	/* Some bursts see every port as fast, others every other one. */
+	uint64_t fast = (n & 1) ? present : present & UINT64_C(0x5555555555555555);
+	uint32_t len_before[FWD_MAX_BURST];
+	bool asked;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		pkts[i] = make_packet(in, i, ports[k].access);
+		len_before[i] = rte_pktmbuf_pkt_len(pkts[i]);
+	}
+	asked = ask_fast(L, input, fast, n);
 	fb.uniform = FWD_OUT_MIXED;
 	fb.n_extra = 0;
 	fwd_learn_ops.process(L, input, pkts, (uint16_t)n, &fb);
 	check_burst(ports, index_of, n_ports, present, input, n);
+	if (asked)
+		check_fast(n, len_before);
 	free_burst(input, n);
 	if (rte_mempool_in_use_count(pool) != base)
 		abort();                     /* an mbuf leaked or was freed twice */

@@ -11,9 +11,10 @@ The worker is pinned to the switch CPU, the control thread to
 the generator's CPU, where it sleeps on its socket. The worker busy-polls
 (`--idle-sleep-us 0`) as its peers do; the variants `patch+idle` and `learn+idle` (named
 only, never run by a bare `sluice`) keep the daemon's default adaptive idle sleep, for
-`sluice-bench idle`. The variants `patch+fast` and `flow+fast` (named only) make their
-vhost-user ports with `fast=1`, sluiced's one-copy path between guests (docs/design.md, "One
-copy between VMs"), which flow mode takes while its rules look at the input port alone.
+`sluice-bench idle`. The variants `patch+fast`, `flow+fast` and `learn+fast` (named only)
+make their vhost-user ports with `fast=1`, sluiced's one-copy path between guests
+(docs/design.md, "One copy between VMs"), which flow mode takes while its rules look at the
+input port alone and learn mode for unicast to a learned fast port (floods take mbufs).
 The variant `vxlan` (named only) sends every pair through a VXLAN
 tunnel and back: A is patched to vxlan port vxaN, which encapsulates onto a ring port (a
 loopback: what is sent on it comes back in), where vxlan port vxbN (the tunnel's other end,
@@ -49,10 +50,10 @@ class Sluice(Switch):
     """sluiced in patch or learn mode."""
 
     name = "sluice"
-    learning_modes = ("learn", "learn+idle", "flow-normal")
+    learning_modes = ("learn", "learn+idle", "learn+fast", "flow-normal")
     modes = ("patch", "learn", "flow", "flow-normal")
-    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast", "flow+fast")
-    flooding_modes = ("learn", "learn+idle", "flow-normal")
+    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast", "flow+fast", "learn+fast")
+    flooding_modes = ("learn", "learn+idle", "learn+fast", "flow-normal")
     # Ports get mtu= (Context.extra["mtu"]) when the run has jumbo sizes; vhost-user chains
     # 2 KB buffers. Not memif (base.JUMBO_NOT_MEMIF); veths keep the kernel's 1500 B MTU.
     jumbo_links = ("vhost",)
@@ -198,7 +199,10 @@ class Sluice(Switch):
                    + (" (the chain's firewall, on the L3 VNF's output)" if self.topology
                       and self.topology.firewall is not None else "") if self.acl_rules else "")
             return f"sluiced flow: {how}{acl}; {poll}"
-        return f"sluiced learn: all ports in one learning bridge (MAC learning, flooding); {poll}"
+        fast = (", vhost-user ports with fast=1 (learned unicast copied once between guests)"
+                if self.vhost_fast else "")
+        return (f"sluiced learn: all ports in one learning bridge (MAC learning, flooding)"
+                f"{fast}; {poll}")
 
     def worker_cycles(self) -> tuple[float, int] | None:
         """Busy TSC cycles and packets received of all workers so far (`stats`)."""
