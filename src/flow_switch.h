@@ -218,6 +218,11 @@ struct flow_worker {
 	uint32_t last_prog_version, last_gen;
 	uint16_t last_in;
 	uint64_t last_tun;
+	/* The one-copy path (flow_fast_unicast): each frame's program and its version then,
+	 * counted by flow_fast_count once the worker knows which frames it sent. */
+	uint32_t fast_gen;
+	const struct flow_prog *fast_prog[FWD_MAX_BURST];
+	uint32_t fast_version[FWD_MAX_BURST];
 	/* frames for the embedded learning bridge (`normal`) */
 	uint16_t n_normal;
 	struct rte_mbuf *normal_pkts[FWD_MAX_BURST];

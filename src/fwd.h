@@ -122,6 +122,16 @@ struct fwd_ops {
 	uint16_t (*fast_unicast)(void *state, uint16_t in, uint64_t fast,
 				 const uint8_t *const *hdr, const uint16_t *hdr_len, uint16_t n,
 				 struct fwd_burst *fb);
+	/*
+	 * Counts, for a function that counts per frame where it answered (flow's rules), the
+	 * frames 0..N-1 that fast_unicast() took in the same burst, LEN[i] long, HDR and
+	 * HDR_LEN as it saw them: N may be fewer than it saw (the worker gives frames back to
+	 * the sender when it runs short of mbufs), so it counts here, once the burst is known.
+	 * Called before the worker's next use of FB. Optional.
+	 */
+	void (*fast_count)(void *state, uint16_t in, const uint8_t *const *hdr,
+			   const uint16_t *hdr_len, const uint32_t *len, uint16_t n,
+			   struct fwd_burst *fb);
 
 	/* The same decision for one packet, explained. Control thread; optional. */
 	void (*trace)(void *state, uint16_t in, struct rte_mbuf *pkt, struct fwd_trace *trace);

@@ -515,13 +515,17 @@ static uint32_t key_header_len(const struct flow_key *k, const uint8_t *data, ui
 
 /* Keeps the first bytes of the frame whose key was just extracted (as it came in: a
  * program may change the frame itself), for same_headers(). */
+static inline void remember_bytes(struct flow_worker *w, const struct flow_key *k,
+				  const uint8_t *data, uint32_t len)
+{
+	w->last_hl = key_header_len(k, data, len);
+	memcpy(w->last_hdr, data, w->last_hl);
+}
+
 static inline void remember_headers(struct flow_worker *w, const struct flow_key *k,
 				    const struct rte_mbuf *m)
 {
-	const uint8_t *data = rte_pktmbuf_mtod(m, const uint8_t *);
-
-	w->last_hl = key_header_len(k, data, rte_pktmbuf_data_len(m));
-	memcpy(w->last_hdr, data, w->last_hl);
+	remember_bytes(w, k, rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m));
 }
 
 /*
@@ -564,11 +568,16 @@ static inline void note_alike(struct flow_worker *w, bool compare, uint16_t n, u
 		w->alike_skip = FLOW_ALIKE_SKIP;
 }
 
+/* Whether the LEN bytes at DATA start with those of the frame remember_bytes() kept. */
+static inline bool same_as_kept(const struct flow_worker *w, const uint8_t *data, uint32_t len)
+{
+	return w->last_hl != 0 && len >= w->last_hl && same_bytes(data, w->last_hdr, w->last_hl);
+}
+
 /* Whether M has the key of the frame remember_headers() kept. */
 static inline bool same_headers(const struct flow_worker *w, const struct rte_mbuf *m)
 {
-	return w->last_hl != 0 && rte_pktmbuf_data_len(m) >= w->last_hl &&
-	       same_bytes(rte_pktmbuf_mtod(m, const uint8_t *), w->last_hdr, w->last_hl);
+	return same_as_kept(w, rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m));
 }
 
 /* Notes that the frame remember_headers() kept last, received on IN with tunnel id TUN,
@@ -801,6 +810,104 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	if (i == n && uniform < SW_MAX_PORTS)
 		fb->uniform = uniform;
 }
+/* ---- the one-copy path's question (fwd.h, fast_unicast) ---- */
+
+/*
+ * The program for the frame whose first LEN bytes are at DATA (in the sender's guest
+ * memory), received on IN: NULL when the key's headers are not all inside those bytes (the
+ * frame's first buffer holds less; 802.3 frames; IPv6 extension headers), or when the
+ * program may not be cached. The frame becomes the one later frames are compared with.
+ */
+static const struct flow_prog *view_program(struct flow *F, struct flow_worker *w,
+					    unsigned int wid, uint16_t in, uint32_t gen,
+					    const uint8_t *data, uint32_t len, struct prog_run *run)
+{
+	const struct flow_prog *p;
+
+	flow_key_extract(data, len, in, &w->key[0]);
+	w->key[0].tun_id = 0;           /* a port with tunnels never takes this path */
+	remember_bytes(w, &w->key[0], data, len);
+	if (w->last_hl == 0)
+		return NULL;
+	p = find_program(F, w, wid, in, gen, 0, run);
+	remember_program(w, p, in, gen, 0);
+	return p == &w->scratch ? NULL : p;
+}
+
+/*
+ * fwd.h, fast_unicast: the frames whose program sends them, unchanged, to one other port
+ * of FAST (a simple program: no header change, no meter, one output). Frames of one key
+ * get one answer, so no flow is split between the two paths. Nothing is counted here:
+ * flow_fast_count counts the frames the worker really took.
+ */
+static uint16_t flow_fast_unicast(void *state, uint16_t in, uint64_t fast,
+				  const uint8_t *const *hdr, const uint16_t *hdr_len, uint16_t n,
+				  struct fwd_burst *fb)
+{
+	struct flow *F = state;
+	unsigned int wid = fb->worker;
+	struct flow_worker *w = &F->w[wid];
+	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
+	struct prog_run run = { 0 };    /* stays empty: nothing is counted here */
+	const struct flow_prog *p = NULL;
+	uint16_t i, taken = 0;
+
+	w->tsc = fb->tsc != 0 ? fb->tsc : rte_rdtsc();
+	w->fast_gen = gen;
+	for (i = 0; i < n; i++) {
+		uint16_t o = FWD_OUT_MIXED;
+
+		if (p == NULL || !same_as_kept(w, hdr[i], hdr_len[i]))
+			p = view_program(F, w, wid, in, gen, hdr[i], hdr_len[i], &run);
+		if (p != NULL && p->simple < SW_MAX_PORTS && p->simple != in &&
+		    (fast & (UINT64_C(1) << p->simple)) != 0) {
+			o = p->simple;
+			w->fast_prog[i] = p;
+			w->fast_version[i] = p->version;
+			taken++;
+		}
+		fb->out[i] = o;
+	}
+	return taken;
+}
+
+/*
+ * fwd.h, fast_count: the rules of the frames sent on the one-copy path. A frame's program
+ * sits in a cache slot that a later frame's miss may have rewritten (its version tells):
+ * then it is looked up again, from the same bytes, under the same generation.
+ */
+static void flow_fast_count(void *state, uint16_t in, const uint8_t *const *hdr,
+			    const uint16_t *hdr_len, const uint32_t *len, uint16_t n,
+			    struct fwd_burst *fb)
+{
+	struct flow *F = state;
+	unsigned int wid = fb->worker;
+	struct flow_worker *w = &F->w[wid];
+	struct prog_run run = { 0 };
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct flow_prog *p;
+
+		if (fb->out[i] >= SW_MAX_PORTS)
+			continue;
+		p = w->fast_prog[i];
+		if (unlikely(p->version != w->fast_version[i])) {
+			flush_run(&run, wid, w->tsc);
+			p = view_program(F, w, wid, in, w->fast_gen, hdr[i], hdr_len[i], &run);
+			if (p == NULL)          /* made again as uncacheable: the scratch */
+				p = &w->scratch;
+		}
+		if (p != run.p) {
+			flush_run(&run, wid, w->tsc);
+			run.p = p;
+		}
+		run.packets++;
+		run.bytes += len[i];
+	}
+	flush_run(&run, wid, w->tsc);
+}
+
 /*
  * The output of every frame from IN when the pipeline looks at the input port alone and
  * sends each frame, unchanged, to one other port, as a VNF chain's steering rules do
@@ -1202,6 +1309,8 @@ const struct fwd_ops fwd_flow_ops = {
 	.process = flow_process,
 	.fixed_output = flow_fixed_output,
 	.fixed_count = flow_fixed_count,
+	.fast_unicast = flow_fast_unicast,
+	.fast_count = flow_fast_count,
 	.trace = flow_trace,
 	.describe = flow_describe,
 	.tick = flow_tick,

@@ -701,7 +701,7 @@ static void copy_direct(struct worker *w, struct sw *s, struct port_counters *ic
 
 /*
  * A burst from a vhost-user port of sluice's own whose switch decides frame by frame
- * (learn): the forwarding function answers, from the frames' first bytes, which go as
+ * (learn; flow when its rules look at headers): the forwarding function answers, from the frames' first bytes, which go as
  * unicast, unchanged, to another such port (fwd_ops.fast_unicast); those are copied guest
  * to guest, per output, and counted here. Every other frame (flood, unknown destination,
  * hairpin, another port kind, a tag to change, a drop) becomes an mbuf and goes through
@@ -744,6 +744,8 @@ static bool serve_vhost_frames(struct worker *w, struct port *in, uint64_t *got)
 		}
 		w->rx[n_mbuf++] = m;
 	}
+	if (taken > 0 && s->ops->fast_count != NULL)
+		s->ops->fast_count(s->fwd, in->sw_index, v->hdr, v->hdr_len, v->len, n, fb);
 	if (n_mbuf < n) {
 		struct port_counters *ic = &in->counters[w->id];
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from scapy.all import Ether, Raw, rdpcap, wrpcap  # type: ignore
+from scapy.layers.inet import UDP as UDP_LAYER
 
 from conftest import (
     TESTPMD,
@@ -110,21 +111,26 @@ def start_pair(d: Daemon, workdir: Path, guests: list[Guest]) -> tuple[Guest, Gu
     return rx, tx
 
 
-# flow: in_port=vm1,actions=output:vm2 looks at the input port alone (one copy); flow+udp
-# adds a rule above it on UDP's destination port, which testpmd's frames do not match, but
-# whose miss depends on the frame: the mbuf path.
-@pytest.mark.parametrize("mode", ["patch", "learn", "flow", "flow+udp"])
+# flow: in_port=vm1,actions=output:vm2 looks at the input port alone (one copy, the burst
+# decided at once); flow+udp adds a rule above it on UDP's destination port, which
+# testpmd's frames do not match, but whose miss depends on the frame: decided frame by
+# frame from the headers in the guest's buffer, still one copy; flow+mod steers with a
+# header change: the mbuf path.
+@pytest.mark.parametrize("mode", ["patch", "learn", "flow", "flow+udp", "flow+mod"])
 def test_testpmd_counts_exact(daemon: Daemon, workdir: Path, guests: list[Guest],
                               mode: str) -> None:
     """testpmd txonly -> sluiced -> testpmd rxonly: both ends and the daemon agree frame for
-    frame. In a patch switch, and a flow switch whose rule looks at the input port alone, the
-    frames take the one-copy path (one_copy = forwarded), and the rule counts every frame; in
-    a learn switch (testpmd's frames go to an unknown MAC: flooded) and a flow switch whose
-    rules look at headers, the mbuf path."""
+    frame. In a patch switch, and a flow switch whose rules send the frames unchanged to one
+    port, the frames take the one-copy path (one_copy = forwarded), and the rule counts every
+    frame; in a learn switch (testpmd's frames go to an unknown MAC: flooded) and a flow
+    switch whose rule changes a header, the mbuf path."""
     two_fast_ports(daemon, workdir, mode.split("+")[0])
     if mode == "flow+udp":
         daemon.call("add-flow", switch="br0",
                     flow="priority=40000,udp,tp_dst=4789,actions=drop")
+    if mode == "flow+mod":
+        daemon.call("add-flow", switch="br0",
+                    flow="in_port=vm1,actions=mod_dl_src:02:00:00:00:00:99,output:vm2")
     rx, tx = start_pair(daemon, workdir, guests)
     wait_for(lambda: daemon.port_stats("br0")["vm1"]["rx_packets"] > 100_000, 60)
     time.sleep(1)
@@ -146,7 +152,7 @@ def test_testpmd_counts_exact(daemon: Daemon, workdir: Path, guests: list[Guest]
     assert vm1["rx_bytes"] == 64 * vm1["rx_packets"]       # testpmd txonly: 64 B frames
     assert vm2["tx_bytes"] == 64 * vm2["tx_packets"]
     assert vm1["rx_missed"] == 0
-    if mode in ("patch", "flow"):
+    if mode in ("patch", "flow", "flow+udp"):
         assert vm1["one_copy"] == vm1["forwarded"]
     else:
         assert vm1["one_copy"] == 0
@@ -508,3 +514,93 @@ def test_learn_mixed_burst_loses_nothing(daemon: Daemon, guest_daemon: Daemon,
         for k in dsts:
             have = [bytes(f) for f in got if f.dst == macs[k]]
             assert have == [bytes(f) for f in to[k]], f"{port}: frames to {k} differ"
+
+
+# UDP destination port -> what the flow switch's rule does with the frame, and where to.
+FLOW_MIX_RULES = {
+    1: ("output:vm2", "vm2"),                                   # one copy
+    2: ("output:vm3", "vm3"),                                   # one copy
+    3: ("output:cap", "cap"),                                   # not a fast port: mbuf
+    4: ("mod_dl_src:02:00:00:00:03:99,output:vm2", "vm2"),      # a changed header: mbuf
+    5: ("drop", None),                                          # action_drop
+}
+
+
+def flow_mixed_frames() -> list[Ether]:
+    """300 UDP frames whose destination ports pick the rules above (6: no rule, a table
+    miss), in runs and mixes; lengths 60 to 1514, every payload different."""
+    from scapy.layers.inet import IP
+    pattern = [1, 1, 2, 3, 1, 4, 5, 6, 2, 2, 1, 3, 4]
+    frames = []
+    for i in range(300):
+        dport = pattern[i % len(pattern)] if i < 260 else 1     # a run of one flow last
+        size = 60 + (i * 37) % 1455
+        head = Ether(src="02:00:00:00:03:01", dst="02:00:00:00:03:02") / IP(
+            src="10.3.0.1", dst="10.3.0.2") / UDP_LAYER(sport=5000, dport=dport)
+        body = bytes((i * 13 + j) & 0xFF for j in range(size - len(head)))
+        frames.append(head / Raw(i.to_bytes(2, "big") + body[2:]))
+    return frames
+
+
+def test_flow_mixed_burst_loses_nothing(daemon: Daemon, guest_daemon: Daemon,
+                                        workdir: Path) -> None:
+    """Bursts mixing flows on a flow switch of three fast ports and a pcap port, the rules on
+    UDP ports: frames whose rule sends them unchanged to vm2 or vm3 are decided from their
+    headers in the guest's buffer and copied guest to guest; frames to the pcap port, with a
+    header change, dropped by a rule or missing every rule take the mbuf path. Every frame is
+    counted once, on its port and on its rule, and each output gets exactly its frames, in
+    order."""
+    daemon.call("add-switch", name="br0", mode="flow")
+    for vm in ("vm1", "vm2", "vm3"):
+        daemon.call("add-port", switch="br0", name=vm,
+                    spec=f"vhost-user:server,path={workdir}/{vm}.sock,fast=1")
+    daemon.call("add-port", switch="br0", name="cap", spec=f"pcap:tx={workdir}/cap.pcap")
+    daemon.call("add-flows", switch="br0", flows=[
+        f"priority=10,udp,in_port=vm1,tp_dst={p},actions={a}"
+        for p, (a, _) in FLOW_MIX_RULES.items()])
+    g = guest_daemon
+    spec = "virtio-user:path={},queue_size=1024"
+    for vm in ("vm2", "vm3"):
+        g.call("add-switch", name=f"out{vm}", mode="patch")
+        g.call("add-port", switch=f"out{vm}", name=f"c{vm}",
+               spec=spec.format(workdir / f"{vm}.sock"))
+        g.call("add-port", switch=f"out{vm}", name=f"cap{vm}",
+               spec=f"pcap:tx={workdir}/{vm}.pcap")
+        g.call("patch", switch=f"out{vm}", port1=f"c{vm}", port2=f"cap{vm}")
+    g.call("add-switch", name="in", mode="learn")
+    g.call("add-port", switch="in", name="c1", spec=spec.format(workdir / "vm1.sock"))
+    wait_for(lambda: set(links(daemon).values()) == {"up"}, 30)
+    frames = flow_mixed_frames()
+    wrpcap(str(workdir / "in.pcap"), frames)
+    g.call("add-port", switch="in", name="src", spec=f"pcap:rx={workdir}/in.pcap")
+    wait_for(lambda: daemon.port_stats("br0")["vm1"]["rx_packets"] >= len(frames), 20)
+    time.sleep(1)
+    stats = daemon.port_stats("br0")
+    assert_accounting(stats)
+    vm1 = stats["vm1"]
+    by = {p: [f for f in frames if f[UDP_LAYER].dport == p] for p in range(1, 7)}
+    assert vm1["rx_packets"] == len(frames) and vm1["rx_missed"] == 0
+    assert vm1["rx_bytes"] == sum(len(f) for f in frames)
+    assert vm1["one_copy"] == len(by[1]) + len(by[2])
+    assert vm1["drops"]["action_drop"] == len(by[5])
+    assert vm1["drops"]["no_match"] == len(by[6])
+    assert vm1["forwarded"] == len(frames) - len(by[5]) - len(by[6])
+    rules = {int(f["match"].split("tp_dst=")[1]): f
+             for f in daemon.call("dump-flows", switch="br0")["flows"]}
+    for p in FLOW_MIX_RULES:
+        assert rules[p]["packets"] == len(by[p]), (p, rules[p])
+        assert rules[p]["bytes"] == sum(len(f) for f in by[p]), (p, rules[p])
+    want = {"vm2": (1, 4), "vm3": (2,), "cap": (3,)}
+    for port, dports in want.items():
+        n = sum(len(by[p]) for p in dports)
+        assert stats[port]["tx_packets"] == n, (port, stats[port])
+        path = workdir / f"{port}.pcap"
+        wait_for(lambda path=path, n=n: len(rdpcap(str(path))) == n, 10)  # type: ignore[misc]
+        got = rdpcap(str(path))
+        for p in dports:
+            have = [bytes(f) for f in got if f[UDP_LAYER].dport == p]
+            sent = [f.copy() for f in by[p]]
+            if p == 4:
+                for f in sent:
+                    f.src = "02:00:00:00:03:99"
+            assert have == [bytes(f) for f in sent], f"{port}: frames to port {p} differ"
