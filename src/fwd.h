@@ -102,10 +102,11 @@ struct fwd_ops {
 	uint16_t (*fixed_output)(void *state, uint16_t in, uint16_t worker);
 	/*
 	 * Counts PACKETS frames of BYTES bytes that fixed_output()'s answer sent (or that the
-	 * output then refused), called by the same worker in the same burst. Optional.
+	 * output then refused), called by the same worker in the same burst, TSC the burst's
+	 * time (fwd_burst.tsc). Optional.
 	 */
 	void (*fixed_count)(void *state, uint16_t in, uint16_t worker, uint64_t packets,
-			    uint64_t bytes);
+			    uint64_t bytes, uint64_t tsc);
 
 	/*
 	 * For a port path that moves frames without mbufs (vhost_fast.h) when the frames

@@ -939,11 +939,11 @@ static uint16_t flow_fixed_output(void *state, uint16_t in, uint16_t worker)
 
 /* What flow_fixed_output's answer moved, on the rules (and their idle timeouts). */
 static void flow_fixed_count(void *state, uint16_t in, uint16_t worker, uint64_t packets,
-			     uint64_t bytes)
+			     uint64_t bytes, uint64_t tsc)
 {
 	struct flow *F = state;
 
-	count_prog(&F->w[worker].port_prog[in], worker, packets, bytes, rte_rdtsc());
+	count_prog(&F->w[worker].port_prog[in], worker, packets, bytes, tsc);
 }
 
 /* ---- the forwarding function's life ---- */

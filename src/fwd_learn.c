@@ -413,7 +413,7 @@ static void learn_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint
 	unsigned int queued;
 
 	w->forward_reserved = __atomic_load_n(&L->forward_reserved, __ATOMIC_RELAXED);
-	w->tsc = 0;
+	w->tsc = fb->tsc;       /* 0 when the caller has none: read when storm control asks */
 	if (one_flow(pkts, n) && one_flow_unicast(L, w, in, access, now, pkts, fb, &n_req,
 						  &last_src))
 		goto learn;

@@ -616,7 +616,8 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 	if (r.rx + r.malformed == 0)
 		return true;
 	if (s->ops->fixed_count != NULL && r.rx > 0)
-		s->ops->fixed_count(s->fwd, in->sw_index, (uint16_t)w->id, r.rx, r.rx_bytes);
+		s->ops->fixed_count(s->fwd, in->sw_index, (uint16_t)w->id, r.rx, r.rx_bytes,
+				    w->fb.tsc);
 	ic = &in->counters[w->id];
 	oc = &out->counters[w->id];
 	stats_add(&ic->rx_packets, r.rx);
@@ -763,31 +764,37 @@ static bool serve_vhost_frames(struct worker *w, struct port *in, uint64_t *got)
 }
 
 /* Adds a burst's cycles since T0 and its N frames to queue RQ's counters (only this
- * worker writes them; the control thread reads). */
-static inline void rxq_account(struct port_rxq *rq, uint64_t t0, uint64_t n)
+ * worker writes them; the control thread reads); returns the time it read, the burst's end. */
+static inline uint64_t rxq_account(struct port_rxq *rq, uint64_t t0, uint64_t n)
 {
-	__atomic_store_n(&rq->cycles, rq->cycles + (rte_rdtsc() - t0), __ATOMIC_RELAXED);
+	uint64_t t1 = rte_rdtsc();
+
+	__atomic_store_n(&rq->cycles, rq->cycles + (t1 - t0), __ATOMIC_RELAXED);
 	__atomic_store_n(&rq->packets, rq->packets + n, __ATOMIC_RELAXED);
+	return t1;
 }
 
 /*
  * Receives and serves one burst from receive queue Q of its port; the frames it took. The
- * cycles from before the receive to the end of the burst's sending are the queue's
- * (port_rxq), for the assignment of queues by measured load (rxq.c): one TSC read per
- * poll, two per burst. Time between polls is not counted, so a worker that shares its CPU
- * is charged for being descheduled only in proportion to the time it spends serving.
+ * cycles from the worker's last clock read (*CLOCK: the end of the burst before, or of the
+ * idle pass before) to the end of the burst's sending are the queue's (port_rxq), for the
+ * assignment of queues by measured load (rxq.c); *CLOCK becomes that end. One TSC read a
+ * burst and none for an empty poll: a read costs tens of cycles in a VM, as much as a
+ * frame's forwarding, so an empty poll's few cycles go to the next burst's queue instead.
+ * Idle time is not counted, so a worker that shares its CPU is charged for being
+ * descheduled only in proportion to the time it spends serving.
  * A fast=1 vhost-user port has queue 0 only (portspec refuses queues>1 there), so its
  * guest-to-guest path needs no queue number.
  */
-static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q)
+static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q, uint64_t *clock)
 {
 	struct port *p = q->port;
 	struct port_rxq *rq = &p->rxq[q->queue];
-	uint64_t t0 = rte_rdtsc();
+	uint64_t t0 = *clock;
 	uint64_t got = 0;
 	uint16_t n;
 
-	w->fb.tsc = t0;         /* one clock read a burst serves the forwarding function too */
+	w->fb.tsc = t0;         /* the forwarding function's time too (meters, rule use) */
 
 	if (p->vhf != NULL) {
 		bool done;
@@ -797,7 +804,7 @@ static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q)
 		burst_seq_step(w);
 		if (done) {
 			if (got > 0)
-				rxq_account(rq, t0, got);
+				*clock = rxq_account(rq, t0, got);
 			return got;
 		}
 	}
@@ -811,7 +818,7 @@ static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q)
 		if (rest > 0)
 			serve_burst(w, p, w->rx, rest);
 		burst_seq_step(w);
-		rxq_account(rq, t0, n);
+		*clock = rxq_account(rq, t0, n);
 	}
 	return n;
 }
@@ -821,14 +828,14 @@ static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q)
  * to the configured maximum, or to WK_DEEP_SLEEP_US once the worker has been idle for
  * DEEP_TSC.
  */
-static void idle_backoff(struct worker *w, uint64_t now, uint64_t last_busy,
+static bool idle_backoff(struct worker *w, uint64_t now, uint64_t last_busy,
 			 uint64_t spin_tsc, uint64_t deep_tsc, uint64_t *sleep_ns)
 {
 	uint64_t cap_ns = config.idle_sleep_us * UINT64_C(1000);
 	struct timespec ts;
 
 	if (config.idle_sleep_us == 0 || now - last_busy < spin_tsc)
-		return;
+		return false;
 	if (now - last_busy >= deep_tsc)
 		cap_ns = RTE_MAX(cap_ns, WK_DEEP_SLEEP_US * UINT64_C(1000));
 	ts.tv_sec = 0;
@@ -841,12 +848,14 @@ static void idle_backoff(struct worker *w, uint64_t now, uint64_t last_busy,
 	w->sleeps++;
 	if (*sleep_ns < cap_ns)
 		*sleep_ns = RTE_MIN(*sleep_ns * 2, cap_ns);
+	return true;
 }
 
 static int wk_main(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t last = rte_rdtsc(), last_busy = last, now, sleep_ns = WK_FIRST_SLEEP_NS;
+	uint64_t last = rte_rdtsc(), clock = last, last_busy = last, now;
+	uint64_t sleep_ns = WK_FIRST_SLEEP_NS;
 	const uint64_t spin_tsc = rte_get_tsc_hz() / 1000000 * WK_SPIN_US;
 	const uint64_t deep_tsc = rte_get_tsc_hz() / 1000 * WK_DEEP_AFTER_MS;
 	unsigned int i;
@@ -861,22 +870,25 @@ static int wk_main(void *arg)
 		uint64_t got = 0;
 
 		for (i = 0; i < plan->n; i++)
-			got += poll_port(w, &plan->q[i]);
+			got += poll_port(w, &plan->q[i], &clock);
 		if (unlikely(rte_ring_count(w->inject) > 0))
 			got += serve_injected(w);
 		rte_rcu_qsbr_quiescent(qsbr, w->id);
-		now = rte_rdtsc();
 		if (got > 0) {
+			/* The last burst's end (its queue's clock read), unless only injected
+			 * frames were served. */
+			now = clock != last ? clock : rte_rdtsc();
 			w->busy_cycles += now - last;
 			w->packets += got;
 			last_busy = now;
 			sleep_ns = WK_FIRST_SLEEP_NS;
 		} else {
-			idle_backoff(w, now, last_busy, spin_tsc, deep_tsc, &sleep_ns);
 			now = rte_rdtsc();
+			if (idle_backoff(w, now, last_busy, spin_tsc, deep_tsc, &sleep_ns))
+				now = rte_rdtsc();
 			w->idle_cycles += now - last;
 		}
-		last = now;
+		last = clock = now;
 		w->loops++;
 	}
 	rte_rcu_qsbr_thread_offline(qsbr, w->id);
