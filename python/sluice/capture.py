@@ -18,6 +18,7 @@ without a daemon; `run_capture` runs the real thing.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import shutil
@@ -34,6 +35,7 @@ from typing import Any, TextIO
 DUMPCAP = "dpdk-dumpcap"
 DIRECTIONS = ("rx", "tx", "both")
 DEFAULT_COUNT = 1000
+PR_SET_PDEATHSIG = 1
 
 # pcapng (draft-ietf-opsawg-pcapng): block types and the epb_flags option.
 SHB = 0x0A0D0D0A
@@ -48,6 +50,46 @@ Call = Callable[..., Any]
 
 class CaptureError(Exception):
     """The capture could not be made; the message says why and what to do."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT), SIGTERM or SIGHUP came before dpdk-dumpcap was started: nothing
+    captured."""
+
+
+class Interrupts:
+    """Catches SIGINT (Ctrl-C), SIGTERM and SIGHUP for the whole of a capture, from before the first
+    question to the daemon to after dumpcap's end, as a flag that the capture's loop reads.
+
+    A flag, not KeyboardInterrupt: an exception raised wherever Python happens to be could
+    cut short dumpcap's start or the cleanup after it. The handler is installed whatever
+    the signal's disposition was, SIG_IGN included (a job started in the background by a
+    non-interactive shell, such as `make test &`, inherits SIGINT ignored, and Python then
+    installs no handler of its own), as tcpdump does for SIGINT: a capture is stopped by
+    Ctrl-C or `kill -INT`, and an ignored SIGINT would leave `--count 0` captures running
+    for ever. Handled signals are reset to the default in a child at exec, so dumpcap does
+    not inherit an ignored SIGINT either (it keeps an ignored one ignored)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> Interrupts:
+        for sig in self.SIGNALS:
+            self._old[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.event.set()
+
+    def __bool__(self) -> bool:
+        return self.event.is_set()
 
 
 @dataclass(frozen=True)
@@ -179,15 +221,29 @@ def remove_secondary_files(runtime_dir: str, pid: int) -> list[str]:
     return removed
 
 
+def _end_with_parent() -> None:
+    """In dumpcap's child before exec: SIGTERM when sluicectl dies (even by SIGKILL), which
+    dumpcap handles as it does SIGINT; in its own process group nothing else would end it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+
 class _Dumpcap:
     """A running dpdk-dumpcap; a thread collects its output and sets `started` once it says
     "Packets captured:", which it does on stderr, without a newline, right after pdump was
-    enabled in the daemon ("Capturing on" comes earlier, on buffered stdout)."""
+    enabled in the daemon and its own SIGINT handler installed ("Capturing on" comes
+    earlier, on buffered stdout).
+
+    dumpcap runs in a process group of its own, so a Ctrl-C at the terminal reaches
+    sluicectl only, which passes it on once dumpcap can take it: a SIGINT that came while
+    dumpcap was still starting (attaching to the daemon's memory, enabling pdump) would end
+    it by the default action, between steps, without its cleanup."""
 
     def __init__(self, argv: list[str]) -> None:
         try:
             self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, process_group=0,
+                                         preexec_fn=_end_with_parent)
         except FileNotFoundError:
             raise CaptureError(f"{DUMPCAP} not found: install Debian's dpdk-dev package "
                                "(scripts/setup.sh does)") from None
@@ -246,25 +302,31 @@ class _Counter:
         return self.packets
 
 
-def _wait(dc: _Dumpcap, counter: _Counter | None, count: int, deadline: float | None) -> None:
-    """Waits until dumpcap ends by itself; stops it once COUNTER reaches COUNT, or at
-    DEADLINE (a backstop for dumpcap's own duration)."""
+def _wait(dc: _Dumpcap, counter: _Counter | None, count: int, deadline: float | None,
+          interrupts: Interrupts) -> None:
+    """Waits until dumpcap ends by itself; stops it on an interrupt, once COUNTER reaches
+    COUNT, or at DEADLINE (a backstop for dumpcap's own duration)."""
     stopping = False
     while dc.proc.poll() is None:
         late = deadline is not None and time.monotonic() > deadline
         enough = counter is not None and count > 0 and counter.update() >= count
-        if (late or enough) and not stopping:
+        if (late or enough or interrupts) and not stopping:
             dc.interrupt()
             stopping = True
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            dc.proc.wait(0.1)
+        if stopping:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                dc.proc.wait(0.1)
+        else:
+            interrupts.event.wait(0.1)      # the signal handler sets it: no wait then
 
 
 def run_capture(target: Target, path: Path, count: int, duration: float | None,
-                direction: str, out: TextIO) -> Result:
+                direction: str, out: TextIO, interrupts: Interrupts) -> Result:
     """Captures DIRECTION packets of TARGET into PATH (pcapng), at most COUNT (0: no limit)
-    for at most DURATION seconds (None: no limit); Ctrl-C ends it early. Says on OUT when
-    the capture has begun."""
+    for at most DURATION seconds (None: no limit); Ctrl-C (INTERRUPTS, installed by the
+    caller) ends it early, at any moment: before dumpcap is started it raises Interrupted;
+    after, dumpcap is let finish starting and then stopped, and what it wrote is the
+    result. Says on OUT when the capture has begun."""
     one_way = direction != "both"
     raw = path.with_name(path.name + ".both.tmp") if one_way else path
     argv = dumpcap_command(target, raw, 0 if one_way else count, duration)
@@ -273,16 +335,17 @@ def run_capture(target: Target, path: Path, count: int, duration: float | None,
         with contextlib.suppress(FileNotFoundError):
             old.unlink()
     began = time.monotonic()
+    if interrupts:
+        raise Interrupted()
     dc = _Dumpcap(argv)
     try:
+        # Ready or ended; an interrupt meanwhile waits for this (see _Dumpcap).
         dc.started.wait(30)
-        if dc.proc.poll() is None:
+        if dc.proc.poll() is None and not interrupts:
             print(f"capturing {direction} on ethdev {target.ethdev} ({target.device}) to "
                   f"{path}; Ctrl-C stops", file=out, flush=True)
         deadline = began + duration + 10 if duration else None
-        _wait(dc, _Counter(raw, direction) if one_way else None, count, deadline)
-    except KeyboardInterrupt:
-        dc.interrupt()
+        _wait(dc, _Counter(raw, direction) if one_way else None, count, deadline, interrupts)
     finally:
         rc = dc.finish()
         if target.runtime_dir:
@@ -305,11 +368,14 @@ def run_capture(target: Target, path: Path, count: int, duration: float | None,
 
 
 def capture(call: Call, params: Mapping[str, Any], out: TextIO) -> Result:
-    """`sluicectl capture`'s work: PARAMS are its parsed arguments."""
-    if shutil.which(DUMPCAP) is None:
-        raise CaptureError(f"{DUMPCAP} not found: install Debian's dpdk-dev package "
-                           "(scripts/setup.sh does)")
-    target = find_target(call, params["switch"], params["port"])
-    path = Path(params["file"]).absolute()
-    return run_capture(target, path, params.get("count", DEFAULT_COUNT),
-                       params.get("duration"), params.get("direction", "both"), out)
+    """`sluicectl capture`'s work: PARAMS are its parsed arguments. Raises Interrupted for
+    a Ctrl-C before dumpcap was started."""
+    with Interrupts() as interrupts:
+        if shutil.which(DUMPCAP) is None:
+            raise CaptureError(f"{DUMPCAP} not found: install Debian's dpdk-dev package "
+                               "(scripts/setup.sh does)")
+        target = find_target(call, params["switch"], params["port"])
+        path = Path(params["file"]).absolute()
+        return run_capture(target, path, params.get("count", DEFAULT_COUNT),
+                           params.get("duration"), params.get("direction", "both"), out,
+                           interrupts)

@@ -154,6 +154,10 @@ def run_capture(params: dict[str, Any], transport: Transport, stdout: TextIO,
     except capture.CaptureError as e:
         print(f"{PROG} capture: error: {e}", file=stderr)
         return Exit.ERROR
+    except capture.Interrupted:
+        print(f"{PROG} capture: interrupted before the capture began; nothing captured",
+              file=stderr)
+        return 130
     print(f"{r.packets} packets captured in {r.path} ({r.seconds:.1f} s; dumpcap's ring "
           f"dropped {r.dropped})", file=stdout)
     return Exit.OK

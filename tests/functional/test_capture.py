@@ -32,17 +32,40 @@ def frames(n: int, src: str, dst: str, tag: bytes) -> list[Ether]:
             / UDP(sport=1000 + i, dport=9) / Raw(tag + b"%05d" % i) for i in range(n)]
 
 
-def start_capture(daemon: Daemon, workdir: Path, port: str, path: Path,
-                  *extra: str) -> subprocess.Popen[str]:
-    """sluicectl capture, in the background; returns once the capture has begun."""
+def spawn_capture(daemon: Daemon, port: str, path: Path, *extra: str,
+                  sigint_ignored: bool = False) -> subprocess.Popen[str]:
+    """sluicectl capture, in the background. SIGINT_IGNORED: started as a non-interactive
+    shell starts a background job (`make test &`), with SIGINT ignored."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    proc = subprocess.Popen([sys.executable, "-m", "sluice.ctl", "--socket", str(daemon.socket),
-                             "capture", "br0", port, "-w", str(path), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sluice.ctl", "--socket", str(daemon.socket), "capture", "br0",
+         port, "-w", str(path), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored
+        else None)
+
+
+def start_capture(daemon: Daemon, workdir: Path, port: str, path: Path,
+                  *extra: str, sigint_ignored: bool = False) -> subprocess.Popen[str]:
+    """sluicectl capture, in the background; returns once it says the capture has begun."""
+    proc = spawn_capture(daemon, port, path, *extra, sigint_ignored=sigint_ignored)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("capturing"), line + proc.communicate(timeout=30)[1]
     return proc
+
+
+def processes_naming(path: Path) -> list[int]:
+    """PIDs of the processes whose command line names PATH (a dumpcap left running)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if str(path).encode() in (d / "cmdline").read_bytes():
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
 
 
 def own_files(daemon: Daemon) -> set[str]:
@@ -130,13 +153,77 @@ def test_capture_duration_and_ctrl_c(daemon: Daemon, workdir: Path, taps) -> Non
     assert proc.returncode == 0, stderr
     assert "0 packets captured" in stdout and time.monotonic() - began < 20
 
+    # Ctrl-C as soon as the capture says it has begun, as a user would.
     proc = start_capture(daemon, workdir, "tb", workdir / "int.pcapng", "--count", "0")
-    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stderr
     assert "0 packets captured" in stdout
     stop_process(proc)
+    assert daemon.call("version")["file_prefix"] == daemon.prefix
+
+
+def test_capture_ctrl_c_with_sigint_ignored(daemon: Daemon, workdir: Path, taps) -> None:  # type: ignore[no-untyped-def]
+    """A capture started with SIGINT ignored, as a background job of a non-interactive
+    shell is (`make test &`, CI): `kill -INT` still ends it, and dumpcap (which keeps an
+    inherited SIG_IGN) too. Python installs no KeyboardInterrupt handler over SIG_IGN, so
+    this ran until the test's 30 s timeout before sluicectl installed its own."""
+    out = workdir / "ign.pcapng"
+    before = own_files(daemon)
+    proc = start_capture(daemon, workdir, "tb", out, "--count", "0", sigint_ignored=True)
+    proc.send_signal(signal.SIGINT)
+    try:
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        stop_process(proc)      # type: ignore[arg-type]
+    assert proc.returncode == 0, stderr
+    assert "0 packets captured" in stdout
+    assert processes_naming(out) == [] and own_files(daemon) == before
+
+
+# SIGINT this long after sluicectl starts: in Python's start-up, while it asks the daemon,
+# while dumpcap attaches and enables pdump, and while it captures.
+CTRL_C_DELAYS = (0.0, 0.05, 0.15, 0.3, 0.5, 0.8, 1.2, 2.0)
+
+
+def test_capture_ctrl_c_at_any_moment(daemon: Daemon, workdir: Path, taps) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C at any moment of a capture's life ends it within seconds and cleanly: during
+    Python's own start-up by the default action or its KeyboardInterrupt (status 1, or 130
+    from sluicectl's main); before dumpcap is started with 130 and nothing captured
+    ("interrupted before the capture began"); once dumpcap runs, dumpcap is let finish
+    starting, is stopped, and the file it wrote is the result (0). No dumpcap is left
+    running and none of its files in the daemon's runtime directory. (With SIGINT ignored
+    from the start, a SIGINT that comes before sluicectl installs its handler is lost, as it
+    is for any program: that case is tested once the capture has begun, above.)"""
+    before = own_files(daemon)
+    seen = []
+    for i, delay in enumerate(CTRL_C_DELAYS):
+        out = workdir / f"any{i}.pcapng"
+        proc = spawn_capture(daemon, "tb", out, "--count", "0")
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        began = time.monotonic()
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+        finally:
+            stop_process(proc)      # type: ignore[arg-type]
+        took = time.monotonic() - began
+        seen.append((delay, proc.returncode, round(took, 2)))
+        if proc.returncode == 0:
+            assert "0 packets captured" in stdout, (delay, stdout, stderr)
+        elif proc.returncode == 130:    # sluicectl's own word, or KeyboardInterrupt in main
+            assert "packets captured" not in stdout, (delay, stdout)
+        else:   # before sluicectl ran: Python's start-up, killed by the signal, or its
+            # KeyboardInterrupt there ("Could not import runpy module", status 1)
+            assert proc.returncode in (-signal.SIGINT, 1), (delay, proc.returncode, stderr)
+            assert "capture: error" not in stderr and "packets captured" not in stdout, \
+                (delay, stdout, stderr)
+        assert took < 20, seen
+        assert processes_naming(out) == [], (delay, seen)
+        wait_for(lambda: own_files(daemon) == before, timeout=5)
+    # The delays reached both sides of dumpcap's start.
+    print("ctrl-c outcomes (delay, status, seconds to end):", seen)
+    assert any(rc == 0 for _, rc, _ in seen), seen
     assert daemon.call("version")["file_prefix"] == daemon.prefix
 
 

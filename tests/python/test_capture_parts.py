@@ -4,13 +4,17 @@ tests/functional/test_capture.py runs the real thing."""
 
 from __future__ import annotations
 
+import os
+import signal
 import struct
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sluice.capture import (
+    Interrupts,
     Target,
     count_packets,
     dumpcap_command,
@@ -114,3 +118,41 @@ def test_capture_errors_before_dumpcap(monkeypatch: pytest.MonkeyPatch) -> None:
     status, _, err = run_ctl(["capture", "br0", "vm1", "-w", "x"],
                              {"version": ConnectError("no such socket", "/x.sock")})
     assert status == Exit.UNREACHABLE
+
+
+def test_capture_interrupted_before_dumpcap(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    """A Ctrl-C while sluicectl still asks the daemon: no dumpcap is started, 130 and a
+    word on stderr, no file; SIGINT's handler is the one it was before."""
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+    started: list[list[str]] = []
+    monkeypatch.setattr("subprocess.Popen", lambda argv, **kw: started.append(argv))
+    before = signal.getsignal(signal.SIGINT)
+
+    def version_then_ctrl_c(method: str, params: Any) -> Any:
+        if method == "list-ports":
+            os.kill(os.getpid(), signal.SIGINT)     # handled, not raised
+            return [{"name": "vm1", "ethdev": 0, "device": "net_tap_p1"}]
+        return {"file_prefix": "p"}
+
+    out, err = StringIO(), StringIO()
+    status = execute(make_parser().parse_args(
+        ["capture", "br0", "vm1", "-w", str(tmp_path / "x.pcapng")]), version_then_ctrl_c,
+        "given by --socket", out, err)
+    assert status == 130 and "interrupted before the capture began" in err.getvalue()
+    assert started == [] and not (tmp_path / "x.pcapng").exists()
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_interrupts_handle_an_ignored_sigint() -> None:
+    """A capture started with SIGINT ignored (a background job of a non-interactive shell)
+    still sees `kill -INT`; the old disposition comes back after."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with Interrupts() as interrupts:
+            assert not interrupts
+            os.kill(os.getpid(), signal.SIGINT)
+            assert interrupts.event.wait(5) and interrupts
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
