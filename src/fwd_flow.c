@@ -709,8 +709,31 @@ static inline void run_program(struct flow_worker *w, unsigned int wid,
 }
 
 /*
- * A burst whose first frame's program depends on the input port alone (header_free: rules
- * on in_port only, as a VNF chain's steering is) has that program for every frame: the
+ * The program of every frame from IN when the pipeline looks at the input port alone
+ * (header_free: rules on in_port only, as a VNF chain's steering is), made once per rule
+ * generation and worker for a key that holds only IN: it is header_free only if no rule
+ * consulted looked at more than the input port, so then it is every frame's program.
+ */
+static const struct flow_prog *port_program(struct flow *F, struct flow_worker *w,
+					    unsigned int wid, uint16_t in, uint32_t gen)
+{
+	struct flow_prog *p = &w->port_prog[in];
+
+	if (unlikely(w->port_prog_gen[in] != gen)) {
+		struct flow_key k;
+
+		memset(&k, 0, sizeof(k));
+		k.in_port = in;
+		flow_translate(F, in, &k, wid, p, NULL, NULL);
+		w->port_prog_gen[in] = gen;
+	}
+	return p;
+}
+
+/*
+ * A burst from an input whose program depends on the input port alone and sends each
+ * frame unchanged to one port is decided without reading a frame (port_program). Else, a
+ * burst whose first frame's program is header_free has that program for every frame: the
  * other frames are not looked at. NULL when the burst was decided so; else the first
  * frame's program (its key is in w->key[0]), which the frame-by-frame loop starts with.
  */
@@ -720,10 +743,12 @@ static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker
 					      struct fwd_burst *fb)
 {
 	struct prog_run run = { 0 };
-	const struct flow_prog *p;
+	const struct flow_prog *p = port_program(F, w, wid, in, gen);
 	uint64_t bytes = 0;
 	uint16_t i;
 
+	if (p->header_free && p->cacheable && p->simple != PROG_NOT_SIMPLE)
+		goto uniform;
 	p = w->alike_skip == 0 ? prev_program(w, in, gen, pkts[0]) : NULL;
 	if (p == NULL) {
 		flow_key_extract(rte_pktmbuf_mtod(pkts[0], const uint8_t *),
@@ -735,6 +760,7 @@ static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker
 	}
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
 		return p;
+uniform:
 	for (i = 0; i < n; i++)
 		bytes += pkts[i]->pkt_len;
 	count_prog(p, wid, n, bytes, w->tsc);
@@ -810,6 +836,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	if (i == n && uniform < SW_MAX_PORTS)
 		fb->uniform = uniform;
 }
+
 /* ---- the one-copy path's question (fwd.h, fast_unicast) ---- */
 
 /*
@@ -913,25 +940,15 @@ static void flow_fast_count(void *state, uint16_t in, const uint8_t *const *hdr,
  * sends each frame, unchanged, to one other port, as a VNF chain's steering rules do
  * (`in_port=vm1,actions=output:vm2`): then a port path without mbufs (vhost_fast.h) may
  * move the burst without showing it to flow_process, and flow_fixed_count counts it on the
- * rules. The program is made once per generation, for a key that holds only IN: it is
- * header_free only if no rule consulted looked at more than the input port, so it is
- * every frame's program.
+ * rules (port_program).
  */
 static uint16_t flow_fixed_output(void *state, uint16_t in, uint16_t worker)
 {
 	struct flow *F = state;
 	struct flow_worker *w = &F->w[worker];
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
-	struct flow_prog *p = &w->port_prog[in];
+	const struct flow_prog *p = port_program(F, w, worker, in, gen);
 
-	if (unlikely(w->port_prog_gen[in] != gen)) {
-		struct flow_key k;
-
-		memset(&k, 0, sizeof(k));
-		k.in_port = in;
-		flow_translate(F, in, &k, worker, p, NULL, NULL);
-		w->port_prog_gen[in] = gen;
-	}
 	if (p->header_free && p->cacheable && p->simple != PROG_NOT_SIMPLE && p->simple != in)
 		return p->simple;
 	return FWD_OUT_MIXED;
