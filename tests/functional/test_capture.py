@@ -35,14 +35,16 @@ def frames(n: int, src: str, dst: str, tag: bytes) -> list[Ether]:
 def spawn_capture(daemon: Daemon, port: str, path: Path, *extra: str,
                   sigint_ignored: bool = False) -> subprocess.Popen[str]:
     """sluicectl capture, in the background. SIGINT_IGNORED: started as a non-interactive
-    shell starts a background job (`make test &`), with SIGINT ignored."""
+    shell starts a background job (`make test &`), with SIGINT ignored; else with SIGINT's
+    default action, as from a terminal, whatever this test inherited (under a backgrounded
+    `make test` it inherits SIG_IGN, and a Ctrl-C during Python's start-up would be lost)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    action = signal.SIG_IGN if sigint_ignored else signal.SIG_DFL
     return subprocess.Popen(
         [sys.executable, "-m", "sluice.ctl", "--socket", str(daemon.socket), "capture", "br0",
          port, "-w", str(path), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored
-        else None)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, action))
 
 
 def start_capture(daemon: Daemon, workdir: Path, port: str, path: Path,

@@ -449,6 +449,27 @@ def test_learn_fast_mbuf_cases(daemon: Daemon, workdir: Path, guests: list[Guest
         assert stats[vm]["tx_packets"] == got[vm] > 0
 
 
+def replay_from_guest(daemon: Daemon, g: Daemon, workdir: Path, frames: list[Ether]) -> None:
+    """The guests of the mixed replays, in a second sluiced G: vm2's and vm3's virtio-user
+    ports each patched to a capture (WORKDIR/vm2.pcap, vm3.pcap); vm1's sending FRAMES from
+    a pcap through a learn switch (which floods them to vm1). Returns once the daemon's vm1
+    has received them all."""
+    spec = "virtio-user:path={},queue_size=1024"
+    for vm in ("vm2", "vm3"):
+        g.call("add-switch", name=f"out{vm}", mode="patch")
+        g.call("add-port", switch=f"out{vm}", name=f"c{vm}",
+               spec=spec.format(workdir / f"{vm}.sock"))
+        g.call("add-port", switch=f"out{vm}", name=f"cap{vm}",
+               spec=f"pcap:tx={workdir}/{vm}.pcap")
+        g.call("patch", switch=f"out{vm}", port1=f"c{vm}", port2=f"cap{vm}")
+    g.call("add-switch", name="in", mode="learn")
+    g.call("add-port", switch="in", name="c1", spec=spec.format(workdir / "vm1.sock"))
+    wait_for(lambda: set(links(daemon).values()) == {"up"}, 30)
+    wrpcap(str(workdir / "in.pcap"), frames)
+    g.call("add-port", switch="in", name="src", spec=f"pcap:rx={workdir}/in.pcap")
+    wait_for(lambda: daemon.port_stats("br0")["vm1"]["rx_packets"] >= len(frames), 20)
+
+
 def mixed_frames(macs: dict[str, str]) -> list[Ether]:
     """300 frames from M1 in runs and mixes: to fast ports' learned MACs, a pcap port's,
     an unknown one, broadcast and a MAC on vm1 itself; lengths 60 to 1514, every payload
@@ -477,22 +498,8 @@ def test_learn_mixed_burst_loses_nothing(daemon: Daemon, guest_daemon: Daemon,
     daemon.call("add-port", switch="br0", name="cap", spec=f"pcap:tx={workdir}/cap.pcap")
     for mac, port in (("M2", "vm2"), ("M3", "vm3"), ("M4", "cap"), ("M5", "vm1")):
         daemon.call("fdb-add", switch="br0", mac=macs[mac], port=port)
-    g = guest_daemon
-    spec = "virtio-user:path={},queue_size=1024"
-    for vm in ("vm2", "vm3"):
-        g.call("add-switch", name=f"out{vm}", mode="patch")
-        g.call("add-port", switch=f"out{vm}", name=f"c{vm}",
-               spec=spec.format(workdir / f"{vm}.sock"))
-        g.call("add-port", switch=f"out{vm}", name=f"cap{vm}",
-               spec=f"pcap:tx={workdir}/{vm}.pcap")
-        g.call("patch", switch=f"out{vm}", port1=f"c{vm}", port2=f"cap{vm}")
-    g.call("add-switch", name="in", mode="learn")
-    g.call("add-port", switch="in", name="c1", spec=spec.format(workdir / "vm1.sock"))
-    wait_for(lambda: set(links(daemon).values()) == {"up"}, 30)
     frames = mixed_frames(macs)
-    wrpcap(str(workdir / "in.pcap"), frames)
-    g.call("add-port", switch="in", name="src", spec=f"pcap:rx={workdir}/in.pcap")
-    wait_for(lambda: daemon.port_stats("br0")["vm1"]["rx_packets"] >= len(frames), 20)
+    replay_from_guest(daemon, guest_daemon, workdir, frames)
     time.sleep(1)
     stats = daemon.port_stats("br0")
     assert_accounting(stats)
@@ -558,22 +565,8 @@ def test_flow_mixed_burst_loses_nothing(daemon: Daemon, guest_daemon: Daemon,
     daemon.call("add-flows", switch="br0", flows=[
         f"priority=10,udp,in_port=vm1,tp_dst={p},actions={a}"
         for p, (a, _) in FLOW_MIX_RULES.items()])
-    g = guest_daemon
-    spec = "virtio-user:path={},queue_size=1024"
-    for vm in ("vm2", "vm3"):
-        g.call("add-switch", name=f"out{vm}", mode="patch")
-        g.call("add-port", switch=f"out{vm}", name=f"c{vm}",
-               spec=spec.format(workdir / f"{vm}.sock"))
-        g.call("add-port", switch=f"out{vm}", name=f"cap{vm}",
-               spec=f"pcap:tx={workdir}/{vm}.pcap")
-        g.call("patch", switch=f"out{vm}", port1=f"c{vm}", port2=f"cap{vm}")
-    g.call("add-switch", name="in", mode="learn")
-    g.call("add-port", switch="in", name="c1", spec=spec.format(workdir / "vm1.sock"))
-    wait_for(lambda: set(links(daemon).values()) == {"up"}, 30)
     frames = flow_mixed_frames()
-    wrpcap(str(workdir / "in.pcap"), frames)
-    g.call("add-port", switch="in", name="src", spec=f"pcap:rx={workdir}/in.pcap")
-    wait_for(lambda: daemon.port_stats("br0")["vm1"]["rx_packets"] >= len(frames), 20)
+    replay_from_guest(daemon, guest_daemon, workdir, frames)
     time.sleep(1)
     stats = daemon.port_stats("br0")
     assert_accounting(stats)
