@@ -457,6 +457,27 @@ struct vhf_frame {
 	int32_t len;                  /* -1: malformed */
 };
 
+/* Copies frame F (its pieces in SEGS) into ring R's buffers, counting it in RES as sent,
+ * too long for MAX_FRAME, or refused (no room). */
+static inline void copy_frame(const struct vhf_dev *d, struct vhf_xlate *x, struct vhf_ring *r,
+			      uint16_t avail, const struct vhf_seg *segs,
+			      const struct vhf_frame *f, uint32_t max_frame, struct vhf_result *res)
+{
+	struct vhf_src s;
+
+	if (frame_too_long(&segs[f->seg], (uint32_t)f->len, max_frame)) {
+		res->too_long++;
+		return;
+	}
+	s = (struct vhf_src){ .segs = &segs[f->seg], .n = f->n_segs, .left = (uint32_t)f->len };
+	if (put_frame(d, x, r, avail, &s) == VHF_PUT_OK) {
+		res->sent++;
+		res->sent_bytes += (uint32_t)f->len;
+	} else {
+		res->full++;
+	}
+}
+
 /*
  * Reads the burst's chains HEADS from the sender, whose descriptors the caller prefetched:
  * each frame's pieces, and its first bytes prefetched. Returns the frames read.
@@ -592,7 +613,6 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 	prefetch_receiver(rout, &xo, out_heads, RTE_MIN(n, n_out), frames, dout->hdr_len);
 	for (i = 0; i < n; i++) {
 		const struct vhf_frame *f = &frames[i];
-		struct vhf_src s;
 
 		used_put(rin, f->head, 0);
 		if (f->len < 0) {
@@ -601,18 +621,7 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 		}
 		res->rx++;
 		res->rx_bytes += (uint32_t)f->len;
-		if (frame_too_long(&segs[f->seg], (uint32_t)f->len, max_frame)) {
-			res->too_long++;
-			continue;
-		}
-		s = (struct vhf_src){ .segs = &segs[f->seg], .n = f->n_segs,
-				      .left = (uint32_t)f->len };
-		if (put_frame(dout, &xo, rout, out_avail, &s) == VHF_PUT_OK) {
-			res->sent++;
-			res->sent_bytes += (uint32_t)f->len;
-		} else {
-			res->full++;
-		}
+		copy_frame(dout, &xo, rout, out_avail, segs, f, max_frame, res);
 	}
 	used_publish(rout);
 	used_publish(rin);
@@ -815,20 +824,8 @@ void vhf_burst_copy(struct vhf_burst *b, const uint16_t *idx, uint16_t n, struct
 	prefetch_receiver(r, &x, b->out_heads, n_out, b->out_frames, d->hdr_len);
 	for (j = 0; j < n; j++) {
 		const struct vhf_frame *f = &b->frames[b->chain[idx[j]]];
-		struct vhf_src s;
 
-		if (frame_too_long(&b->segs[f->seg], (uint32_t)f->len, max_frame)) {
-			res->too_long++;
-			continue;
-		}
-		s = (struct vhf_src){ .segs = &b->segs[f->seg], .n = f->n_segs,
-				      .left = (uint32_t)f->len };
-		if (put_frame(d, &x, r, avail, &s) == VHF_PUT_OK) {
-			res->sent++;
-			res->sent_bytes += (uint32_t)f->len;
-		} else {
-			res->full++;
-		}
+		copy_frame(d, &x, r, avail, b->segs, f, max_frame, res);
 	}
 	used_publish(r);
 	__atomic_store_n(&b->in->one_copy, b->in->one_copy + res->sent, __ATOMIC_RELAXED);
