@@ -769,6 +769,28 @@ uniform:
 }
 
 /*
+ * Whether frames 1..N-1 of the burst all have the headers and tunnel id of frame 0, which
+ * remember_headers() kept (one flow's burst, as most of a VNF chain's are); BYTES gets the
+ * burst's byte count. Stops at the first frame that differs.
+ */
+static bool burst_alike(const struct flow_worker *w, struct rte_mbuf **pkts, uint16_t n,
+			uint64_t *bytes)
+{
+	uint64_t sum = pkts[0]->pkt_len;
+	uint16_t i;
+
+	for (i = 1; i < n; i++) {
+		const struct rte_mbuf *m = pkts[i];
+
+		if (vxl_tun_id(m) != w->last_tun || !same_headers(w, m))
+			return false;
+		sum += m->pkt_len;
+	}
+	*bytes = sum;
+	return true;
+}
+
+/*
  * The passes run frame by frame here rather than pass by pass over the burst: a program
  * lives in a cache slot that a later frame's miss may take over, so each frame's program is
  * run before the next frame can evict it.
@@ -783,7 +805,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
 	struct prog_run run = { 0 };
 	const struct flow_prog *p = NULL;
-	uint64_t last_tun = 0;
+	uint64_t last_tun = 0, bytes;
 	uint16_t i, uniform, alike = 0;
 	bool compare = w->alike_skip == 0;
 
@@ -791,6 +813,14 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	w->extra_max = (uint16_t)(FWD_MAX_BURST - n);
 	if (n == 0 || (p = decide_by_port(F, w, wid, in, gen, pkts, n, fb)) == NULL)
 		return;
+	/* A burst of one flow whose program sends it unchanged to one port: counted once and
+	 * sent whole, with no per-frame decision (w->last_hdr holds frame 0's headers now). */
+	if (compare && p->simple != PROG_NOT_SIMPLE && burst_alike(w, pkts, n, &bytes)) {
+		count_prog(p, wid, n, bytes, w->tsc);
+		note_alike(w, compare, n, (uint16_t)(n - 1));
+		fb->uniform = p->simple;
+		return;
+	}
 	last_tun = w->last_tun;
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
