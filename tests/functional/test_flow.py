@@ -331,12 +331,14 @@ def test_chain_steering_counts_every_frame(daemon: Daemon, workdir: Path,
     for name in ("v1a", "v2a", "p1"):
         assert st[name]["rx_packets"] == 0, st[name]
     show = next(s for s in d.call("show")["switches"] if s["name"] == "ch")
-    looked_up = (show["cache"]["hits"] + show["cache"]["misses"]
-                 + show["megaflows"]["hits"] + show["megaflows"]["misses"])
+    # A frame classified one by one is one exact-match cache lookup (its `misses` count
+    # the frames that skip the cache too), at most: frames of other inputs are none.
+    cache, mf = show["cache"], show["megaflows"]
+    print(f"cache {cache}, megaflows {mf}")
     if header_rule:
-        assert looked_up > 0, show
+        assert 0 < cache["hits"] + cache["misses"] <= len(sources["v1b"]), cache
     else:
-        assert looked_up == 0, (show["cache"], show["megaflows"])
+        assert cache["hits"] + cache["misses"] + mf["hits"] + mf["misses"] == 0, (cache, mf)
 
 
 @pytest.mark.parametrize("unit", ["pktps", "kbps"])
