@@ -337,6 +337,7 @@ static void run_normal(struct flow *F, struct flow_worker *w, uint16_t in,
 	nfb->uniform = FWD_OUT_MIXED;
 	nfb->n_extra = 0;
 	nfb->tsc = w->tsc;
+	nfb->bytes = 0;
 	fwd_learn_ops.process(F->learn, in, w->normal_pkts, w->n_normal, nfb);
 	for (j = 0; j < w->n_normal; j++) {
 		uint16_t o = nfb->uniform != FWD_OUT_MIXED ? nfb->uniform : nfb->out[j];
@@ -761,8 +762,12 @@ static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
 		return p;
 uniform:
-	for (i = 0; i < n; i++)
-		bytes += pkts[i]->pkt_len;
+	/* The worker summed the burst's bytes already (it counts them for the input); on
+	 * small frames a second pass over the mbufs costs as much as the rest of the decision. */
+	bytes = fb->bytes;
+	if (bytes == 0)
+		for (i = 0; i < n; i++)
+			bytes += pkts[i]->pkt_len;
 	count_prog(p, wid, n, bytes, w->tsc);
 	fb->uniform = p->simple;
 	return NULL;

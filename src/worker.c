@@ -479,6 +479,7 @@ static void serve_burst(struct worker *w, struct port *in, struct rte_mbuf **pkt
 
 	fb->uniform = FWD_OUT_MIXED;
 	fb->n_extra = 0;
+	fb->bytes = bytes;
 	s->ops->process(s->fwd, in->sw_index, pkts, n, fb);
 	if (fb->uniform != FWD_OUT_MIXED) {
 		serve_uniform(w, s, ic, pkts, n, bytes, max_len, fb->uniform, fb->drop[0]);

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 from flow_helpers import MARK, FlowTaps, numbered, read_pcap, write_pcap
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Packet, Raw
 
 from conftest import REPO, Daemon, RpcError, assert_accounting, wait_for
@@ -249,6 +250,104 @@ def test_pcap_loop_source_is_classified_frame_by_frame(daemon: Daemon, workdir: 
     assert min(sent) > 40_000 and abs(sent[0] - sent[1]) <= run, sent
     assert sorted(by_port.values()) == sorted(sent), (by_port, sent)
     assert_accounting(st)
+
+
+def chain_frames(seed: int, n: int) -> list[bytes]:
+    """N frames of many kinds and sizes (UDP, TCP, ARP, a VLAN tag, IPv6; 60 to 1514
+    bytes): rules on the input port alone must not care what a frame holds."""
+    kinds = [
+        lambda i: Ether(src=A, dst=B) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(
+            sport=1000 + i % 7, dport=2000),
+        lambda i: Ether(src=B, dst=C) / IP(src="10.0.1.1", dst="10.0.0.9") / TCP(
+            sport=4000 + i % 3, dport=80),
+        lambda i: Ether(src=C, dst="ff:ff:ff:ff:ff:ff") / ARP(pdst=f"10.0.0.{i % 250}"),
+        lambda i: Ether(src=A, dst=C) / Dot1Q(vlan=10 + i % 4) / IP(
+            src="10.0.0.3", dst="10.0.0.4") / UDP(sport=5000, dport=53),
+        lambda i: Ether(src=B, dst=A) / IPv6(src="fd00::1", dst="fd00::2") / UDP(
+            sport=6000, dport=7000),
+    ]
+    out = []
+    for i in range(n):
+        f = bytes(kinds[(i * 7 + seed) % len(kinds)](i))
+        size = 60 + (i * 97 + seed * 31) % 1455          # 60 .. 1514 bytes
+        out.append(f + bytes(max(0, size - len(f))))
+    return out
+
+
+def udp4(f: bytes) -> bool:
+    """Whether frame F is UDP over IPv4, under one 802.1Q tag or none (as `udp` matches)."""
+    at = 16 if f[12:14] == b"\x81\x00" else 12
+    return f[at:at + 2] == b"\x08\x00" and f[at + 11] == 17
+
+
+@pytest.mark.parametrize("header_rule", [False, True], ids=["in_port-only", "one-acl-port"])
+def test_chain_steering_counts_every_frame(daemon: Daemon, workdir: Path,
+                                           header_rule: bool) -> None:
+    """loopback-2's shape as the benchmark steers it (rules.pair_rules): six ports, an
+    `in_port=A,actions=output:B` rule for each pair both ways, frames entering at the
+    three ports a chain's traffic enters by (a finite pcap source each, frames of every
+    kind and size) and leaving by null ports. Every rule counts exactly the frames and
+    bytes its input sent, every output sends exactly those, nothing is dropped. With rules
+    on the input port alone no frame is looked up at all (cache and megaflow counters stay
+    at 0: each burst is decided by its input's program, without reading a frame); with a
+    header rule above one port's steering (UDP from v1b), that port's frames are classified
+    one by one and split exactly between its two rules while the other ports' stay
+    unread."""
+    d = daemon
+    sources = {"p0": chain_frames(0, 700), "v1b": chain_frames(1, 1100),
+               "v2b": chain_frames(2, 900)}
+    # The outputs are added first and the rules (by OpenFlow number: the order of
+    # add-port) before the sources, so that no source's frame arrives before its rule and
+    # its output exist (a rule's output to a port not there yet drops, as action_drop).
+    names = ["v1a", "v2a", "p1", "p0", "v1b", "v2b"]
+    num = {name: i + 1 for i, name in enumerate(names)}
+    d.call("add-switch", name="ch", mode="flow")
+    for name in names[:3]:
+        d.call("add-port", switch="ch", name=name, spec="null:")
+    steer = [f"priority=1,in_port={num[a]},actions=output:{num[b]}"
+             for x, y in (("p0", "v1a"), ("v1b", "v2a"), ("v2b", "p1"))
+             for a, b in ((x, y), (y, x))]
+    acl = [f"priority=2,in_port={num['v1b']},udp,actions=output:{num['v2a']}"] if (
+        header_rule) else []
+    d.call("add-flows", switch="ch", flows=steer + acl)
+    for name in names[3:]:
+        write_pcap(workdir / f"{name}.pcap", sources[name])
+        d.call("add-port", switch="ch", name=name, spec=f"pcap:rx={workdir / name}.pcap")
+    out_of = {"p0": "v1a", "v1b": "v2a", "v2b": "p1"}
+    try:
+        wait_for(lambda: all(d.port_stats("ch")[o]["tx_packets"] == len(sources[i])
+                             for i, o in out_of.items()), 20)
+    except AssertionError:
+        raise AssertionError(d.port_stats("ch")) from None
+    time.sleep(0.2)         # nothing more may arrive
+    st = d.port_stats("ch")
+    assert_accounting(st)
+    rules = {(f["priority"], f["match"]): (f["packets"], f["bytes"]) for f in flows_of(d, "ch")}
+    for i, o in out_of.items():
+        frames = sources[i]
+        assert (st[i]["rx_packets"], st[i]["forwarded"], st[i]["dropped"]) == (
+            len(frames), len(frames), 0), (i, st[i])
+        assert (st[o]["tx_packets"], st[o]["tx_bytes"]) == (
+            len(frames), sum(map(len, frames))), (o, st[o])
+        acl_hit = [header_rule and i == "v1b" and udp4(f) for f in frames]
+        udp_from_v1b = [f for f, hit in zip(frames, acl_hit, strict=True) if hit]
+        rest = [f for f, hit in zip(frames, acl_hit, strict=True) if not hit]
+        assert rules[(1, f"in_port={i}")] == (len(rest), sum(map(len, rest))), (i, rules)
+        if udp_from_v1b:
+            assert rules[(2, "udp,in_port=v1b")] == (
+                len(udp_from_v1b), sum(map(len, udp_from_v1b))), rules
+        assert rules[(1, f"in_port={o}")] == (0, 0), (o, rules)
+    for name in ("v1a", "v2a", "p1"):
+        assert st[name]["rx_packets"] == 0, st[name]
+    show = next(s for s in d.call("show")["switches"] if s["name"] == "ch")
+    # A frame classified one by one is one exact-match cache lookup (its `misses` count
+    # the frames that skip the cache too), at most: frames of other inputs are none.
+    cache, mf = show["cache"], show["megaflows"]
+    print(f"cache {cache}, megaflows {mf}")
+    if header_rule:
+        assert 0 < cache["hits"] + cache["misses"] <= len(sources["v1b"]), cache
+    else:
+        assert cache["hits"] + cache["misses"] + mf["hits"] + mf["misses"] == 0, (cache, mf)
 
 
 @pytest.mark.parametrize("unit", ["pktps", "kbps"])
