@@ -732,6 +732,23 @@ static const struct flow_prog *port_program(struct flow *F, struct flow_worker *
 }
 
 /*
+ * The burst's bytes, for its rules' counters: the worker summed them already (it counts
+ * them for the input); on small frames a second pass over the mbufs costs as much as the
+ * rest of the decision.
+ */
+static inline uint64_t burst_bytes(const struct fwd_burst *fb, struct rte_mbuf **pkts,
+				   uint16_t n)
+{
+	uint64_t bytes = fb->bytes;
+	uint16_t i;
+
+	if (bytes == 0)
+		for (i = 0; i < n; i++)
+			bytes += pkts[i]->pkt_len;
+	return bytes;
+}
+
+/*
  * A burst from an input whose program depends on the input port alone and sends each
  * frame unchanged to one port is decided without reading a frame (port_program). Else, a
  * burst whose first frame's program is header_free has that program for every frame: the
@@ -745,8 +762,6 @@ static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker
 {
 	struct prog_run run = { 0 };
 	const struct flow_prog *p = port_program(F, w, wid, in, gen);
-	uint64_t bytes = 0;
-	uint16_t i;
 
 	if (p->header_free && p->cacheable && p->simple != PROG_NOT_SIMPLE)
 		goto uniform;
@@ -762,36 +777,23 @@ static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
 		return p;
 uniform:
-	/* The worker summed the burst's bytes already (it counts them for the input); on
-	 * small frames a second pass over the mbufs costs as much as the rest of the decision. */
-	bytes = fb->bytes;
-	if (bytes == 0)
-		for (i = 0; i < n; i++)
-			bytes += pkts[i]->pkt_len;
-	count_prog(p, wid, n, bytes, w->tsc);
+	count_prog(p, wid, n, burst_bytes(fb, pkts, n), w->tsc);
 	fb->uniform = p->simple;
 	return NULL;
 }
 
 /*
  * Whether frames 1..N-1 of the burst all have the headers and tunnel id of frame 0, which
- * remember_headers() kept (one flow's burst, as most of a VNF chain's are); BYTES gets the
- * burst's byte count. Stops at the first frame that differs.
+ * remember_headers() kept (one flow's burst, as most of a VNF chain's are). Stops at the
+ * first frame that differs.
  */
-static bool burst_alike(const struct flow_worker *w, struct rte_mbuf **pkts, uint16_t n,
-			uint64_t *bytes)
+static bool burst_alike(const struct flow_worker *w, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint64_t sum = pkts[0]->pkt_len;
 	uint16_t i;
 
-	for (i = 1; i < n; i++) {
-		const struct rte_mbuf *m = pkts[i];
-
-		if (vxl_tun_id(m) != w->last_tun || !same_headers(w, m))
+	for (i = 1; i < n; i++)
+		if (vxl_tun_id(pkts[i]) != w->last_tun || !same_headers(w, pkts[i]))
 			return false;
-		sum += m->pkt_len;
-	}
-	*bytes = sum;
 	return true;
 }
 
@@ -810,7 +812,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
 	struct prog_run run = { 0 };
 	const struct flow_prog *p = NULL;
-	uint64_t last_tun = 0, bytes;
+	uint64_t last_tun = 0;
 	uint16_t i, uniform, alike = 0;
 	bool compare = w->alike_skip == 0;
 
@@ -820,8 +822,8 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 		return;
 	/* A burst of one flow whose program sends it unchanged to one port: counted once and
 	 * sent whole, with no per-frame decision (w->last_hdr holds frame 0's headers now). */
-	if (compare && p->simple != PROG_NOT_SIMPLE && burst_alike(w, pkts, n, &bytes)) {
-		count_prog(p, wid, n, bytes, w->tsc);
+	if (compare && p->simple != PROG_NOT_SIMPLE && burst_alike(w, pkts, n)) {
+		count_prog(p, wid, n, burst_bytes(fb, pkts, n), w->tsc);
 		note_alike(w, compare, n, (uint16_t)(n - 1));
 		fb->uniform = p->simple;
 		return;
