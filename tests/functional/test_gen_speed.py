@@ -102,16 +102,19 @@ def test_virtio_args_keep_every_check(daemon: Daemon, workdir: Path, vargs: str)
         daemon.call("add-port", switch="br0", name=p,
                     spec=f"vhost-user:server,path={workdir}/w{p}.sock")
     daemon.call("patch", switch="br0", port1="in", port2="out")
+    # 1024-slot virtqueues: the vector path keeps up to 63 of its slots unposted, and a
+    # busy machine can stop the loop for a millisecond (the switch then drops, not we).
     res, _ = run_gen(workdir, ["--port", f"virtio-user:path={workdir}/win.sock",
                                "--port", f"virtio-user:path={workdir}/wout.sock", "--bidir",
-                               "--rate", "200k", "--virtio-args", vargs, "--duration", "2",
-                               "--warmup", "0.5"])
+                               "--rate", "100k", "--ring", "1024", "--virtio-args", vargs,
+                               "--duration", "2", "--warmup", "0.5"])
     assert res["options"]["virtio_args"] == vargs and res["tx_frames"] == "prebuilt"
-    assert res["rx_packets"] == res["tx_packets"] > 400_000 and res["lost"] == 0
-    assert res["duplicated"] == 0 and res["reordered"] == 0 and res["foreign"] == 0
-    assert res["latency_ns"]["count"] == res["rx_packets"]
     stats = daemon.port_stats("br0")
     tx, rx = port_totals(res)
+    assert res["rx_packets"] == res["tx_packets"] > 200_000 and res["lost"] == 0, (
+        tx, rx, stats, res["streams"])
+    assert res["duplicated"] == 0 and res["reordered"] == 0 and res["foreign"] == 0
+    assert res["latency_ns"]["count"] == res["rx_packets"]
     assert stats["in"]["rx_packets"] == tx[0] == rx[1] == stats["out"]["tx_packets"]
     assert stats["out"]["rx_packets"] == tx[1] == rx[0] == stats["in"]["tx_packets"]
 
@@ -125,6 +128,7 @@ def test_virtio_args_keep_every_check(daemon: Daemon, workdir: Path, vargs: str)
     (["--virtio-args", "in_order=2"], "--virtio-args", 2),
     (["--virtio-args", "in_order=0,in_order=1"], "--virtio-args", 2),
     (["--virtio-args", "vectorized=1", "--rx-burst", "4"], "--rx-burst", 2),
+    (["--virtio-args", "vectorized=1", "--rx-burst", "64"], "--rx-burst", 2),
     (["--tx-frames", "refcnt"], "constant frames", 1),
     (["--tx-frames", "prebuilt", "--size", "64,128"], "one --size", 1),
 ])
