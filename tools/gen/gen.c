@@ -969,11 +969,11 @@ static uint64_t receive_pass(struct gen *g, uint64_t tsc)
 
 	for (i = 0; i < g->n_sink_ports; i++)
 		work += g->o.role == ROLE_REFLECT ? reflect_burst(g, g->sink_ports[i])
-						  : sink_burst(g, i);
+						  : sink_burst(g, i, tsc);
 	for (i = 0; i < g->o.n_reflect; i++)
 		work += reflect_burst(g, g->reflect_ports[i]);
 	for (i = 0; i < g->o.n_sink_specs; i++)
-		work += sink_fanout_burst(g, i);
+		work += sink_fanout_burst(g, i, tsc);
 	return work;
 }
 

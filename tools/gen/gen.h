@@ -200,8 +200,9 @@ void tx_drop_pending(struct sender *s);
 /* sink.c: what arrives. */
 void sink_touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n);
 /* Receives on the INDEX-th sink port (g->sink_ports). */
-uint16_t sink_burst(struct gen *g, unsigned int index);
-uint16_t sink_fanout_burst(struct gen *g, unsigned int sink);
+/* PASS_TSC: the clock at the start of this loop pass. */
+uint16_t sink_burst(struct gen *g, unsigned int index, uint64_t pass_tsc);
+uint16_t sink_fanout_burst(struct gen *g, unsigned int sink, uint64_t pass_tsc);
 void sink_drain_senders(struct gen *g);
 
 /* reflect.c: the reflect role and --reflect ports. */
