@@ -78,6 +78,7 @@ struct opts {
 	const char *check_arg, *tx_frames_arg;
 	enum tx_frames tx_frames;    /* --tx-frames (AUTO until setup decides) */
 	uint16_t rx_burst;           /* --rx-burst: frames per receive burst */
+	const char *virtio_args;     /* --virtio-args: added to our virtio-user ports, or NULL */
 	bool announce;               /* --announce: ports make their MACs known first */
 	double duration, warmup, cooldown;
 	bool bidir, json;
@@ -147,6 +148,9 @@ struct gen {
 	bool alternating;
 	struct alt alt;
 	struct rte_mempool *pool;
+	/* Our lcore's cache of POOL, looked up once (DPDK's lookup is a TLS call from a shared
+	 * library); NULL when the pool has none. */
+	struct rte_mempool_cache *rx_cache;
 	double ns_per_tsc;
 	bool fixed_headers;          /* one size, one flow: copy the template below */
 	bool flow_template;          /* one size, many flows: copy it, then set the flow's fields */
@@ -196,8 +200,9 @@ void tx_drop_pending(struct sender *s);
 /* sink.c: what arrives. */
 void sink_touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n);
 /* Receives on the INDEX-th sink port (g->sink_ports). */
-uint16_t sink_burst(struct gen *g, unsigned int index);
-uint16_t sink_fanout_burst(struct gen *g, unsigned int sink);
+/* PASS_TSC: the clock at the start of this loop pass. */
+uint16_t sink_burst(struct gen *g, unsigned int index, uint64_t pass_tsc);
+uint16_t sink_fanout_burst(struct gen *g, unsigned int sink, uint64_t pass_tsc);
 void sink_drain_senders(struct gen *g);
 
 /* reflect.c: the reflect role and --reflect ports. */
