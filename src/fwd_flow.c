@@ -634,7 +634,7 @@ static void flush_run(struct prog_run *run, unsigned int wid, uint64_t tsc)
  */
 static const struct flow_prog *find_program(struct flow *F, struct flow_worker *w,
 					    unsigned int wid, uint16_t in, uint32_t gen,
-					    uint16_t i, struct prog_run *run)
+					    uint16_t i, bool hashed, struct prog_run *run)
 {
 	bool use_emc = emc_worth_it(w, gen);
 	uint32_t hash = 0;
@@ -644,7 +644,7 @@ static const struct flow_prog *find_program(struct flow *F, struct flow_worker *
 	if (likely(use_emc)) {
 		const struct flow_prog *cached;
 
-		hash = rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
+		hash = hashed ? w->hash[i] : rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
 		cached = emc_lookup(w, gen, &w->key[i], hash);
 		emc_note(w, cached != NULL);
 		if (likely(cached != NULL)) {
@@ -771,7 +771,7 @@ static const struct flow_prog *decide_by_port(struct flow *F, struct flow_worker
 				 rte_pktmbuf_data_len(pkts[0]), in, &w->key[0]);
 		w->key[0].tun_id = vxl_tun_id(pkts[0]);
 		remember_headers(w, &w->key[0], pkts[0]);
-		p = find_program(F, w, wid, in, gen, 0, &run);
+		p = find_program(F, w, wid, in, gen, 0, false, &run);
 		remember_program(w, p, in, gen, w->key[0].tun_id);
 	}
 	if (!p->header_free || p->simple == PROG_NOT_SIMPLE)
@@ -798,6 +798,37 @@ static bool burst_alike(const struct flow_worker *w, struct rte_mbuf **pkts, uin
 }
 
 /*
+ * Keys frames 1..N-1 ahead of the frame-by-frame loop, when it would key each of them
+ * anyway (their headers are not compared: interleaved flows) and look each up in the
+ * exact-match cache: every key extracted and hashed, and every set asked for at once. The
+ * cache is bigger than a core's L2 cache, so a set is a fetch from further out; issued
+ * together, a burst's fetches overlap instead of each frame waiting for its own. Reading
+ * keys and sets changes nothing, so the loop's order of lookups and inserts is kept.
+ */
+static void key_ahead(struct flow_worker *w, uint16_t in, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t i;
+	size_t off;
+
+	for (i = 1; i < n; i++) {
+		flow_key_extract(rte_pktmbuf_mtod(pkts[i], const uint8_t *),
+				 rte_pktmbuf_data_len(pkts[i]), in, &w->key[i]);
+		w->key[i].tun_id = vxl_tun_id(pkts[i]);
+	}
+	/* Hashed in a second pass: read back at once, a key's eight-byte words would wait
+	 * for the narrower stores that wrote them (no store forwarding across them). */
+	for (i = 1; i < n; i++) {
+		const uint8_t *set;
+
+		w->hash[i] = rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
+		set = (const uint8_t *)emc_set(w, w->hash[i]);
+		for (off = 0; off < FLOW_EMC_WAYS * sizeof(struct emc_entry);
+		     off += RTE_CACHE_LINE_SIZE)
+			rte_prefetch0(set + off);
+	}
+}
+
+/*
  * The passes run frame by frame here rather than pass by pass over the burst: a program
  * lives in a cache slot that a later frame's miss may take over, so each frame's program is
  * run before the next frame can evict it.
@@ -814,7 +845,7 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	const struct flow_prog *p = NULL;
 	uint64_t last_tun = 0;
 	uint16_t i, uniform, alike = 0;
-	bool compare = w->alike_skip == 0;
+	bool compare = w->alike_skip == 0, keyed = false;
 
 	w->tsc = fb->tsc != 0 ? fb->tsc : rte_rdtsc();
 	w->extra_max = (uint16_t)(FWD_MAX_BURST - n);
@@ -829,6 +860,10 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 		return;
 	}
 	last_tun = w->last_tun;
+	if (!compare && n > 2 && !w->emc_skipped && mf_mask_count(w->mf, gen) > 1) {
+		key_ahead(w, in, pkts, n);
+		keyed = true;
+	}
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
@@ -844,12 +879,13 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 		if (i > 0 && compare && vxl_tun_id(m) == last_tun && same_headers(w, m)) {
 			alike++;
 		} else if (i > 0) {
-			flow_key_extract(rte_pktmbuf_mtod(m, const uint8_t *),
-					 rte_pktmbuf_data_len(m), in, &w->key[i]);
+			if (!keyed)
+				flow_key_extract(rte_pktmbuf_mtod(m, const uint8_t *),
+						 rte_pktmbuf_data_len(m), in, &w->key[i]);
 			w->key[i].tun_id = last_tun = vxl_tun_id(m);
 			if (compare)
 				remember_headers(w, &w->key[i], m);
-			p = find_program(F, w, wid, in, gen, i, &run);
+			p = find_program(F, w, wid, in, gen, i, keyed, &run);
 			if (compare)
 				remember_program(w, p, in, gen, last_tun);
 		}
@@ -893,7 +929,7 @@ static const struct flow_prog *view_program(struct flow *F, struct flow_worker *
 	remember_bytes(w, &w->key[0], data, len);
 	if (w->last_hl == 0)
 		return NULL;
-	p = find_program(F, w, wid, in, gen, 0, run);
+	p = find_program(F, w, wid, in, gen, 0, false, run);
 	remember_program(w, p, in, gen, 0);
 	return p == &w->scratch ? NULL : p;
 }
