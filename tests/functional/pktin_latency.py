@@ -18,7 +18,6 @@ It prints the median, quartiles, 90th percentile and maximum in ms.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import socket
@@ -28,13 +27,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1] / "python")]
 
+from flow_helpers import MARK, FlowTaps, Subscriber  # noqa: E402
+
 from conftest import Daemon  # noqa: E402
-from flow_helpers import MARK, FlowTaps  # noqa: E402
 
 TAG = b"pktin-probe"
 
@@ -51,53 +50,6 @@ def frame_number(data: bytes) -> int | None:
     if i < 0:
         return None
     return int(struct.unpack_from("!I", data, i + len(MARK + TAG))[0])
-
-
-class Subscriber:
-    """A `subscribe` connection: yields the frames of its packet-in notifications."""
-
-    def __init__(self, path: Path, switch: str) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(path))
-        self.buf = b""
-        req = {"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"switch": switch}}
-        self.sock.sendall(json.dumps(req).encode() + b"\n")
-        while True:
-            msg = self.next_message(5.0)
-            if msg is None:
-                raise TimeoutError("no answer to subscribe")
-            if msg.get("id") == 1:
-                break
-
-    def next_message(self, timeout: float) -> dict[str, Any] | None:
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            self.sock.settimeout(left)
-            try:
-                chunk = self.sock.recv(1 << 20)
-            except TimeoutError:
-                return None
-            if not chunk:
-                raise ConnectionError("sluiced closed the subscription")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return dict(json.loads(line))
-
-    def next_packet_in(self, timeout: float) -> bytes | None:
-        """The next packet-in's frame, or None after TIMEOUT."""
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.next_message(max(0.0, deadline - time.monotonic()))
-            if msg is None:
-                return None
-            if msg.get("method") == "packet-in":
-                return bytes.fromhex(msg["params"]["data"])
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def summary(late: list[float]) -> str:
