@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ctl_events.h"
+#include "fwd_flow.h"
 #include "log.h"
 #include "notify.h"
 #include "ofagent_proc.h"
@@ -812,7 +813,7 @@ static void drain_eventfd(int fd)
 	uint64_t count;
 
 	if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-		LOG(DEBUG, "port set-up eventfd: %s", strerror(errno));
+		LOG(DEBUG, "eventfd: %s", strerror(errno));
 }
 
 /* SIGTERM while a port is being set up: cancel it and tell its client, then shut down. */
@@ -831,7 +832,7 @@ static void abort_setup(void)
 int ctl_serve(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, events[16];
-	int sigfd, setupfd, n, i, timeout = CTL_LINK_MS, state_due;
+	int sigfd, setupfd, pinfd, n, i, timeout = CTL_LINK_MS, state_due;
 	uint64_t last_links = 0, now;
 	bool running = true;
 
@@ -848,6 +849,13 @@ int ctl_serve(void)
 	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, sigfd, &ev);
 	ev.data.u32 = UINT32_MAX - 1;
 	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, setupfd, &ev);
+	/* Packet-ins queued by workers: handed to subscribers below (push_events) without
+	 * waiting for the housekeeping tick. Without it they still go on the tick. */
+	pinfd = fwd_flow_wake_fd();
+	ev.data.u32 = UINT32_MAX - 2;
+	if (pinfd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, pinfd, &ev) != 0)
+		LOG(WARNING, "packet-in eventfd: %s; packet-ins wait for the %d ms tick",
+		    strerror(errno), CTL_HOUSEKEEPING_MS);
 	while (running) {
 		n = epoll_wait(epoll_fd, events, RTE_DIM(events), timeout);
 		if (n < 0 && errno != EINTR)
@@ -865,6 +873,8 @@ int ctl_serve(void)
 			} else if (tag == UINT32_MAX - 1) {
 				drain_eventfd(setupfd);
 				deliver_setup_answer();
+			} else if (tag == UINT32_MAX - 2) {
+				drain_eventfd(pinfd);    /* push_events takes them */
 			} else if (tag == 0) {
 				accept_client();
 			} else if (clients[tag - 1] != NULL) {

@@ -6,9 +6,11 @@
  * by a timeout or deleted with send_flow_rem), `port-status` (a port added, deleted, or its
  * link going up or down) and `controller-config` (set-controller and friends changed the
  * switch's OpenFlow settings). The control loop collects them on its housekeeping tick
- * (every 10 ms while a flow switch exists). A subscriber that does not read is not sent
- * more: packet-ins then wait in the switch's bounded queue, which counts what it loses
- * (`controller_queue` in show); port changes are a difference of states, so none is lost.
+ * (every 10 ms while a flow switch exists) and whenever it wakes, which a worker that
+ * queues a packet-in makes it do at once (fwd_flow_wake_fd). A subscriber that does not
+ * read is not sent more: packet-ins then wait in the switch's bounded queue, which counts
+ * what it loses (`controller_queue` in show); port changes are a difference of states, so
+ * none is lost.
  */
 #ifndef SLUICE_CTL_EVENTS_H
 #define SLUICE_CTL_EVENTS_H

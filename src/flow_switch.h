@@ -230,6 +230,10 @@ struct flow_worker {
 	uint16_t normal_idx[FWD_MAX_BURST];
 	bool normal_carrier[FWD_MAX_BURST];
 	struct fwd_burst nfb;
+	/* True from the packet-in that woke the control thread (pin_wake) until the control
+	 * thread next takes packet-ins (fwd_flow_packet_ins clears it): while it is set the
+	 * worker writes no more wake-ups. On a line of its own: the control thread writes it. */
+	bool pin_told __rte_cache_aligned;
 } __rte_cache_aligned;
 
 struct pin_record {

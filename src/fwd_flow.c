@@ -51,7 +51,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
@@ -187,6 +189,43 @@ static struct rte_mbuf *share(struct rte_mbuf *m)
 	return m;
 }
 
+/* The control thread's wake-up for packet-ins (fwd_flow_wake_fd); -1 until it is made. */
+static int pin_wake_fd = -1;
+
+int fwd_flow_wake_fd(void)
+{
+	if (pin_wake_fd < 0)
+		__atomic_store_n(&pin_wake_fd, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC),
+				 __ATOMIC_RELAXED);
+	return pin_wake_fd;
+}
+
+/*
+ * Tells the control thread that W queued a packet-in, unless it was told since it last
+ * took them: one write() per take at most, never one per packet. The fence orders the
+ * enqueue before the flag's load, as fwd_flow_packet_ins orders its clearing of the flag
+ * before its dequeue: of a packet-in queued as the flag is cleared, either the worker sees
+ * the flag clear (and writes) or the control thread sees the packet-in (and takes it).
+ */
+static void pin_wake(struct flow_worker *w)
+{
+	static const uint64_t one = 1;
+	ssize_t wrote;
+	int fd;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->pin_told, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&w->pin_told, true, __ATOMIC_RELAXED);
+	fd = __atomic_load_n(&pin_wake_fd, __ATOMIC_RELAXED);
+	if (fd < 0)
+		return;
+	/* A failed write (a counter at its limit, which cannot be while the control thread
+	 * reads it) would leave the packet-in to the housekeeping tick: late, never lost. */
+	wrote = write(fd, &one, sizeof(one));
+	(void)wrote;
+}
+
 /* Queues M for the control side; false when the queue is full (M is then still the
  * caller's: a carrier is freed by the worker as a drop, a copy by send_copy). */
 static bool queue_pin(struct flow_worker *w, const struct flow_egress *e, uint16_t in,
@@ -195,8 +234,10 @@ static bool queue_pin(struct flow_worker *w, const struct flow_egress *e, uint16
 	struct pin_elem pe = { .m = m, .cookie = e->cookie, .in_port = in, .reason = e->reason,
 			       .table = e->table, .max_len = e->max_len };
 
-	if (rte_ring_sp_enqueue_elem(w->pins, &pe, sizeof(pe)) == 0)
+	if (rte_ring_sp_enqueue_elem(w->pins, &pe, sizeof(pe)) == 0) {
+		pin_wake(w);
 		return true;
+	}
 	stats_add(&w->pin_full, 1);
 	return false;
 }
@@ -1262,7 +1303,13 @@ json_t *fwd_flow_packet_ins(void *state, unsigned int max)
 {
 	struct flow *F = state;
 	json_t *a = json_array();
+	unsigned int w;
 
+	/* Workers may wake the control thread again (pin_wake), for what this take leaves:
+	 * the flags are cleared before the queues are read, the fence keeps that order. */
+	for (w = 0; w < F->n_workers; w++)
+		__atomic_store_n(&F->w[w].pin_told, false, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	drain_pins(F);
 	while (F->pin_count > 0 && max-- > 0) {
 		const struct pin_record *r = &F->pins[F->pin_head];

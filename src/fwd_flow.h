@@ -67,6 +67,15 @@ json_t *fwd_flow_trace(void *state, const struct flow_key *key, const struct flo
 /* Takes up to MAX queued packet-ins (the `controller` action and table misses). */
 json_t *fwd_flow_packet_ins(void *state, unsigned int max);
 
+/*
+ * An eventfd (made on the first call, by the control thread) that a worker writes when it
+ * queues a packet-in and the control thread has not been told of one since it last took
+ * packet-ins: the control thread watches it and reads it empty, so a packet-in waits for
+ * no housekeeping tick. At most one write per worker between two takes; -1 if it could
+ * not be made (packet-ins then wait for the tick, as before).
+ */
+int fwd_flow_wake_fd(void);
+
 /* Takes up to MAX records of rules removed by a timeout, or deleted with send_flow_rem:
  * their match, the reason and their final counters (flow-removed for the agent). */
 json_t *fwd_flow_removed(void *state, unsigned int max);

@@ -5,6 +5,7 @@ where, parsed back by scapy; checksums recomputed; pcap files written and read f
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import struct
@@ -19,7 +20,7 @@ from test_learn import ETH_P_ALL, MARK, PACKET_AUXDATA, SOL_PACKET, Taps, with_t
 
 from conftest import Daemon, assert_accounting, wait_for
 
-__all__ = ["MARK", "FlowTaps", "numbered", "read_pcap", "rebuilt", "write_pcap"]
+__all__ = ["MARK", "FlowTaps", "Subscriber", "numbered", "read_pcap", "rebuilt", "write_pcap"]
 
 
 class FlowTaps(Taps):
@@ -162,3 +163,51 @@ def numbered(template: bytes, n: int) -> list[bytes]:
     """N copies of TEMPLATE (a frame ending in six digits) numbered 0..N-1 in those digits:
     the frames differ only in their last bytes, as a flow's do."""
     return [template[:-6] + b"%06d" % i for i in range(n)]
+
+
+class Subscriber:
+    """A `subscribe` connection to a switch's event stream (ctl_events.h), read as a
+    controller's agent reads it: notifications one JSON line each."""
+
+    def __init__(self, path: Path, switch: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(path))
+        self.buf = b""
+        req = {"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"switch": switch}}
+        self.sock.sendall(json.dumps(req).encode() + b"\n")
+        while True:
+            msg = self.next_message(5.0)
+            if msg is None:
+                raise TimeoutError("no answer to subscribe")
+            if msg.get("id") == 1:
+                break
+
+    def next_message(self, timeout: float) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except TimeoutError:
+                return None
+            if not chunk:
+                raise ConnectionError("sluiced closed the subscription")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    def next_packet_in(self, timeout: float) -> bytes | None:
+        """The next packet-in's frame, or None after TIMEOUT."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.next_message(max(0.0, deadline - time.monotonic()))
+            if msg is None:
+                return None
+            if msg.get("method") == "packet-in":
+                return bytes.fromhex(msg["params"]["data"])
+
+    def close(self) -> None:
+        self.sock.close()
