@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import REPO, stop_process
+from conftest import REPO, Daemon, stop_process
 
 GEN = REPO / "build" / "tools" / "gen" / "sluice-gen"
 
@@ -49,6 +49,18 @@ def memif_pair(workdir: Path, name: str) -> list[str]:
     sock = workdir / f"{name}.sock"
     return ["--port", f"memif:role=server,socket={sock}",
             "--port", f"memif:role=client,socket={sock}"]
+
+
+def vhost_patch(daemon: Daemon, workdir: Path, names: tuple[str, str],
+                socks: tuple[str, str] | None = None) -> list[Path]:
+    """Switch br0 patching two vhost-user server ports NAMES, on sockets SOCKS (the names
+    by default) in WORKDIR: the paths the generator's virtio-user ports connect to."""
+    paths = [workdir / f"{s}.sock" for s in socks or names]
+    daemon.call("add-switch", name="br0")
+    for name, path in zip(names, paths, strict=True):
+        daemon.call("add-port", switch="br0", name=name, spec=f"vhost-user:server,path={path}")
+    daemon.call("patch", switch="br0", port1=names[0], port2=names[1])
+    return paths
 
 
 def proc_state(pid: int) -> str:

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gen_helpers import GEN, memif_pair, run_gen
+from gen_helpers import GEN, memif_pair, run_gen, vhost_patch
 from scapy.all import IP, UDP, rdpcap  # type: ignore
 
 from conftest import Daemon
@@ -76,11 +76,7 @@ def test_prebuilt_frames_on_the_wire(workdir: Path, check: str) -> None:
 def test_count_only_through_the_switch(daemon: Daemon, workdir: Path) -> None:
     """Nothing lost silently: the generator's accepted frames are what the switch received,
     and what the switch sent is what the count-only sink counted."""
-    daemon.call("add-switch", name="br0")
-    for p in ("in", "out"):
-        daemon.call("add-port", switch="br0", name=p,
-                    spec=f"vhost-user:server,path={workdir}/q{p}.sock")
-    daemon.call("patch", switch="br0", port1="in", port2="out")
+    vhost_patch(daemon, workdir, ("in", "out"), ("qin", "qout"))
     res, _ = run_gen(workdir, ["--port", f"virtio-user:path={workdir}/qin.sock",
                                "--port", f"virtio-user:path={workdir}/qout.sock",
                                "--rate", "200k", "--check", "none", "--duration", "2"])
@@ -97,11 +93,7 @@ def test_virtio_args_keep_every_check(daemon: Daemon, workdir: Path, vargs: str)
     """--virtio-args changes our side of the virtqueues, not the frames: through sluiced's
     patch both ways, stamped frames all arrive, once each and in order, with latencies, and
     the switch's counts match the generator's."""
-    daemon.call("add-switch", name="br0")
-    for p in ("in", "out"):
-        daemon.call("add-port", switch="br0", name=p,
-                    spec=f"vhost-user:server,path={workdir}/w{p}.sock")
-    daemon.call("patch", switch="br0", port1="in", port2="out")
+    vhost_patch(daemon, workdir, ("in", "out"), ("win", "wout"))
     # 1024-slot virtqueues: the vector path keeps up to 63 of its slots unposted, and a
     # busy machine can stop the loop for a millisecond (the switch then drops, not we).
     res, _ = run_gen(workdir, ["--port", f"virtio-user:path={workdir}/win.sock",

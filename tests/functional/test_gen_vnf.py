@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gen_helpers import GEN, run_gen
+from gen_helpers import GEN, run_gen, vhost_patch
 from scapy.all import IP, UDP, Ether, Raw, rdpcap, wrpcap  # type: ignore
 
 from conftest import Daemon, RpcError
@@ -206,11 +206,7 @@ def test_announcements_through_a_patch_come_back_counted_apart(daemon: Daemon,
                                                                workdir: Path) -> None:
     """A switch that does not learn forwards the announcements to the peer port: they come
     back as announce_echoes, not as the run's frames."""
-    daemon.call("add-switch", name="br0")
-    for p in ("a", "b"):
-        daemon.call("add-port", switch="br0", name=p,
-                    spec=f"vhost-user:server,path={workdir}/{p}.sock")
-    daemon.call("patch", switch="br0", port1="a", port2="b")
+    vhost_patch(daemon, workdir, ("a", "b"))
     res, _ = run_gen(workdir, ["--port", f"virtio-user:path={workdir}/a.sock,mac=02:00:00:00:0b:0a",
                                "--port", f"virtio-user:path={workdir}/b.sock,mac=02:00:00:00:0b:0b",
                                "--announce", "--rate", "50k", "--duration", "1",
