@@ -843,9 +843,9 @@ static bool burst_alike(const struct flow_worker *w, struct rte_mbuf **pkts, uin
  * anyway (their headers are not compared: interleaved flows) and look each up in the
  * exact-match cache: every key extracted and hashed, and every set asked for at once. The
  * cache is far bigger than L1 (and than L2 on some CPUs), so a set is a fetch from further
- * out; issued
- * together, a burst's fetches overlap instead of each frame waiting for its own. Reading
- * keys and sets changes nothing, so the loop's order of lookups and inserts is kept.
+ * out; issued together, a burst's fetches overlap instead of each frame waiting for its
+ * own. Reading keys and sets changes nothing, so the loop's order of lookups and inserts
+ * is kept.
  */
 static void key_ahead(struct flow_worker *w, uint16_t in, struct rte_mbuf **pkts, uint16_t n)
 {
