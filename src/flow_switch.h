@@ -209,6 +209,7 @@ struct flow_worker {
 	/* scratch for one burst */
 	struct flow_key key[FWD_MAX_BURST];
 	uint32_t hash[FWD_MAX_BURST];      /* key[i]'s exact-match hash, when keyed ahead */
+	bool pin_queued;                   /* the burst queued a packet-in: pin_wake at its end */
 	uint32_t last_hl;                  /* same_headers(): how many bytes last_hdr holds */
 	uint16_t alike_skip;               /* bursts left whose frames are not compared */
 	uint8_t last_hdr[FLOW_SAME_BYTES];

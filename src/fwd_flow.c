@@ -201,8 +201,8 @@ int fwd_flow_wake_fd(void)
 }
 
 /*
- * Tells the control thread that W queued a packet-in, unless it was told since it last
- * took them: one write() per take at most, never one per packet. The fence orders the
+ * Tells the control thread that W queued packet-ins (once a burst, at its end), unless it
+ * was told since it last took them: one write() per take at most. The fence orders the
  * enqueue before the flag's load, as fwd_flow_packet_ins orders its clearing of the flag
  * before its dequeue: of a packet-in queued as the flag is cleared, either the worker sees
  * the flag clear (and writes) or the control thread sees the packet-in (and takes it).
@@ -235,7 +235,7 @@ static bool queue_pin(struct flow_worker *w, const struct flow_egress *e, uint16
 			       .table = e->table, .max_len = e->max_len };
 
 	if (rte_ring_sp_enqueue_elem(w->pins, &pe, sizeof(pe)) == 0) {
-		pin_wake(w);
+		w->pin_queued = true;
 		return true;
 	}
 	stats_add(&w->pin_full, 1);
@@ -943,6 +943,10 @@ static void flow_process(void *state, uint16_t in, struct rte_mbuf **pkts, uint1
 	note_alike(w, compare, n, alike);
 	if (w->n_normal > 0)
 		run_normal(F, w, in, fb);
+	if (unlikely(w->pin_queued)) {
+		w->pin_queued = false;
+		pin_wake(w);
+	}
 	if (fb->n_extra > 0)
 		return;
 	uniform = fb->out[0];
