@@ -933,7 +933,10 @@ def test_meter_in_a_later_table_spares_earlier_outputs(daemon: Daemon) -> None:
     d.call("add-flows", switch="m", flows=[
         "table=1,actions=meter:1,output:late",
         "table=0,in_port=gen,actions=output:early,goto_table:1"])
-    wait_for(lambda: d.port_stats("m")["gen"]["rx_packets"] > 100_000, 10)
+    # Wait on the meter, not on the source: null:rx=1 makes 100,000 frames in a few ms, so
+    # most of them may have missed the tables before the second rule was in (no_match).
+    wait_for(lambda: d.call("dump-meters", switch="m")["meters"][0]["dropped_packets"]
+             > 100_000, 10)
     d.call("del-port", switch="m", name="gen")
     st = d.port_stats("m")
     m = d.call("dump-meters", switch="m")["meters"][0]
