@@ -14,7 +14,16 @@ import time
 from pathlib import Path
 
 from scapy.all import IP, UDP, Ether, rdpcap  # type: ignore
-from test_vhost_fast import Guest, guests, links, start_pair, two_fast_ports
+from test_vhost_fast import (
+    MACS,
+    Guest,
+    guests,
+    learn_fast_ports,
+    links,
+    mac_guest,
+    start_pair,
+    two_fast_ports,
+)
 
 from conftest import REPO, Daemon, assert_accounting, stop_process, wait_for
 from sluice.capture import EPB, epb_direction, pcapng_blocks
@@ -167,6 +176,7 @@ def test_duration_second_capture_refused_one_copy_paused(daemon: Daemon, workdir
     took = time.monotonic() - began
     assert proc.returncode == 0, stderr
     assert 2.5 < took < 10, took
+    print(stdout.strip())
     n = int(stdout.split(" packets captured")[0].rsplit("\n", 1)[-1])
     assert n > 1000 and len(blocks(out)) == n, stdout
     back_on_one_copy(daemon)
@@ -222,4 +232,37 @@ def test_stopped_client_times_out(daemon: Daemon, workdir: Path, guests: list[Gu
     finally:
         proc.send_signal(signal.SIGCONT)
         stop_process(proc)      # type: ignore[arg-type]
+    finish_pair(daemon, rx, tx)
+
+
+def test_learn_switch_output_and_input(daemon: Daemon, workdir: Path,
+                                       guests: list[Guest]) -> None:
+    """A learn switch, vm2's MAC static on vm2: vm1's frames to it take the one copy (the
+    switch decides frame by frame). Captured as the output (vm2, tx) and as the input (vm1,
+    rx), the frames take the mbuf path meanwhile and the file holds them; after, the one
+    copy again, and every frame counted."""
+    learn_fast_ports(daemon, workdir, ["vm1", "vm2"])
+    daemon.call("fdb-add", switch="br0", mac=MACS["vm2"], port="vm2")
+    rx = mac_guest(workdir, "vm2", "rxonly").start()
+    guests.append(rx)
+    wait_for(lambda: links(daemon)["vm2"] == "up", 30)
+    tx = mac_guest(workdir, "vm1", "txonly", MACS["vm2"]).start()
+    guests.append(tx)
+    wait_for(lambda: one_copy(daemon) > 10_000, 60)
+    for port, direction in (("vm2", "tx"), ("vm1", "rx")):
+        out = workdir / f"learn-{port}.pcapng"
+        proc = start(daemon, port, out, "--direction", direction, "--count", "0",
+                     "--duration", "2")
+        a = daemon.port_stats("br0")["vm1"]
+        time.sleep(0.5)
+        b = daemon.port_stats("br0")["vm1"]
+        assert b["one_copy"] == a["one_copy"] and b["forwarded"] > a["forwarded"] + 1000, \
+            (port, a, b)
+        stdout, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 0, stderr
+        print(port, direction, stdout.strip())
+        got = blocks(out)       # scapy would take minutes over a few 100,000 frames
+        assert len(got) > 1000 and {d for d, _, _ in got} == {direction}
+        assert {f[:6] for _, f, _ in got} == {bytes.fromhex(MACS["vm2"].replace(":", ""))}
+        back_on_one_copy(daemon)
     finish_pair(daemon, rx, tx)
