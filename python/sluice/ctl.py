@@ -341,7 +341,8 @@ VERBS: tuple[Verb, ...] = (
          "comes first, then says how many packets FILE holds. Needs root and the DPDK "
          "sluiced is built on; costs the daemon nothing while no capture runs (see "
          "docs/operations.md). A vhost-user port with fast=1 has no ethdev: sluiced "
-         "captures it itself, taking it off the one-copy path while the capture runs.",
+         "captures it itself (no dpdk-dumpcap, no root needed), taking it off the "
+         "one-copy path while the capture runs.",
          ("capture br0 vm1 -w /tmp/vm1.pcapng",
           "capture br0 vm1 -w /tmp/vm1-rx.pcapng --direction rx --count 100",
           "capture br0 uplink -w /tmp/up.pcapng --count 0 --duration 10"),

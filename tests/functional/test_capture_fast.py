@@ -266,3 +266,18 @@ def test_learn_switch_output_and_input(daemon: Daemon, workdir: Path,
         assert {f[:6] for _, f, _ in got} == {bytes.fromhex(MACS["vm2"].replace(":", ""))}
         back_on_one_copy(daemon)
     finish_pair(daemon, rx, tx)
+
+
+def test_port_deleted_mid_capture(daemon: Daemon, workdir: Path) -> None:
+    """Deleting a port under its capture ends the capture: sluicectl writes what it got
+    and exits 0; the other fast port of the switch can be captured at once."""
+    two_fast_ports(daemon, workdir)
+    out = workdir / "gone.pcapng"
+    proc = start(daemon, "vm1", out, "--count", "0")
+    daemon.call("del-port", switch="br0", name="vm1")
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and f"0 packets captured in {out}" in stdout, stderr
+    assert blocks(out) == [] and "ended (port deleted)" in daemon.log.read_text()
+    again = spawn(daemon, "vm2", workdir / "vm2.pcapng", "--duration", "0.5")
+    stdout, stderr = again.communicate(timeout=30)
+    assert again.returncode == 0 and "0 packets captured" in stdout, stderr
