@@ -102,7 +102,7 @@ $(FUZZ_DIR)/fuzz_flow_key: tests/fuzz/fuzz_flow_key.c src/flow_key.c src/flow_ke
 FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
 FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
 
-FUZZ_FWD_SRC := src/fwd_learn.c src/fdb.c src/worker.c src/pool.c src/port_afpacket.c src/stats.c src/vhost_fast.c src/port_vxlan.c \
+FUZZ_FWD_SRC := src/capture.c src/fwd_learn.c src/fdb.c src/worker.c src/pool.c src/port_afpacket.c src/stats.c src/vhost_fast.c src/port_vxlan.c \
 		src/port.c src/portspec.c src/path_policy.c src/port_afxdp.c
 
 $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC) \
@@ -112,7 +112,7 @@ $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC
 
 # The daemon but main.c (the target has its own) and unmap_guard.c (a munmap() for memif);
 # ctl.c is included by the target. port.c's GCC-only noipa attribute is no news to clang.
-FUZZ_RPC_SRC := src/ctl_methods.c src/ctl_flow.c src/ctl_events.c src/ctl_of.c src/ofagent_proc.c \
+FUZZ_RPC_SRC := src/capture.c src/ctl_capture.c src/ctl_methods.c src/ctl_flow.c src/ctl_events.c src/ctl_of.c src/ofagent_proc.c \
 		src/ctl_rxq.c src/rxq.c src/classifier.c src/flow_key.c \
 		src/flow_mod.c src/flow_parse.c src/flow_cache.c src/flow_rules.c src/flow_xlate.c src/fwd_flow.c \
 		src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \

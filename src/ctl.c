@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "ctl_events.h"
 #include "fwd_flow.h"
 #include "log.h"
@@ -64,6 +65,7 @@ struct client {
 	size_t len, cap;
 	char *buf;               /* cap + 1 bytes */
 	struct ctl_sub *sub;     /* subscribed to a switch's events (subscribe); NULL: not */
+	uint64_t id;             /* ctl_conn_id() */
 };
 
 static int listen_fd = -1;
@@ -83,6 +85,13 @@ static struct {
 	json_t *id;               /* NULL: a notification, nobody to answer */
 } deferred;
 static int current_slot = -1;   /* the client whose request is being handled */
+static uint64_t next_conn_id = 1;
+
+uint64_t ctl_conn_id(void)
+{
+	return current_slot >= 0 && clients[current_slot] != NULL ? clients[current_slot]->id
+								  : 0;
+}
 
 void ctl_init(const struct ctl_config *cfg)
 {
@@ -401,6 +410,7 @@ int ctl_listen(const char *path)
 static void free_client(struct client *c)
 {
 	ctl_sub_free(c->sub);
+	cap_owner_gone(c->id);      /* its captures end with it: capture.h */
 	close(c->fd);
 	free(c->out);
 	free(c->buf);
@@ -587,6 +597,7 @@ static void accept_client(void)
 	c->fd = fd;
 	c->events = EPOLLIN;
 	c->last_ms = now_ms();
+	c->id = next_conn_id++;
 	clients[slot] = c;
 	ev.data.u32 = (uint32_t)slot + 1;
 	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
@@ -896,6 +907,7 @@ int ctl_serve(void)
 			refresh_links();
 			close_idle_clients();
 			rxq_tick();
+			cap_tick();
 			last_links = now;
 		}
 	}

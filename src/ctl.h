@@ -9,6 +9,7 @@
 #define SLUICE_CTL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -46,6 +47,12 @@ json_t *ctl_setup_wait(struct ctl_error *e);
 
 /* Cancels a pending set-up and waits for it (shutdown); false if it would not end. */
 bool ctl_setup_abort(const char *reason);
+
+/*
+ * The connection whose request is being answered: a number no other connection of this
+ * daemon's life has, or 0 for none (the config file).
+ */
+uint64_t ctl_conn_id(void);
 
 /* Answers one request line; returns the response line to send, or NULL (notification). */
 char *ctl_handle_line(const char *line, size_t len);

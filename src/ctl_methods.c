@@ -17,6 +17,7 @@
 
 #include "ctl.h"
 #include "ctl_flow.h"
+#include "ctl_capture.h"
 #include "ctl_rxq.h"
 #include "ctl_of.h"
 #include "fwd_flow.h"
@@ -438,6 +439,7 @@ static json_t *m_add_switch(json_t *params, struct ctl_error *e)
  */
 static int delete_port(struct port *p)
 {
+	cap_port_removed(p);            /* what it captured stays readable */
 	if (wk_remove_port(p) != 0)     /* no worker receives from it after this returns */
 		return -1;
 	/* A vxlan port receives through its underlay's worker: out of its list first. */
@@ -1243,6 +1245,9 @@ static const struct {
 	{ "packet-ins", ctl_packet_ins, SAVE_NO },
 	{ "flows-removed", ctl_flows_removed, SAVE_NO },
 	{ "show-rxqs", ctl_show_rxqs, SAVE_NO },
+	{ "capture-start", ctl_capture_start, SAVE_NO },
+	{ "capture-read", ctl_capture_read, SAVE_NO },
+	{ "capture-stop", ctl_capture_stop, SAVE_NO },
 	{ "set-rxq", ctl_set_rxq, SAVE_NO },
 	{ "rebalance", ctl_rebalance, SAVE_NO },
 	{ "set-rebalance", ctl_set_rebalance, SAVE_NO },

@@ -22,6 +22,7 @@
 #include <rte_pdump.h>
 #include <rte_version.h>
 
+#include "capture.h"
 #include "ctl.h"
 #include "log.h"
 #include "notify.h"
@@ -507,6 +508,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rc = run(&o);
+	cap_fini();       /* what ctl_close() left: nothing, unless a client outlived it */
 	rte_pdump_uninit();
 	wk_fini();
 	port_fini();

@@ -527,6 +527,7 @@ static int open_vhost_fast(struct port *p, char *err, size_t err_len)
 		return -1;
 	}
 	vhf_mac(p->vhf, &p->mac);
+	p->vhf_direct = p->vhf;
 	port_refresh_link(p);
 	return 0;
 }
@@ -537,7 +538,7 @@ static void remove_device(struct port *p)
 
 	if (p->vhf != NULL) {
 		vhf_close(p->vhf);
-		p->vhf = NULL;
+		p->vhf = p->vhf_direct = NULL;
 		pool_release(p->pool, p->pool_need);
 		p->pool = NULL;
 		return;

@@ -18,6 +18,7 @@
 
 #include <rte_ethdev.h>
 
+#include "capture.h"
 #include "port_afpacket.h"
 #include "port_vxlan.h"
 #include "portspec.h"
@@ -49,6 +50,11 @@ struct port {
 	uint16_t sw_index;            /* index in its switch */
 	struct afp *afp;              /* af_packet: sluice's own driver (port_afpacket.h) */
 	struct vhf *vhf;              /* vhost-user with fast=1: sluice's own (vhost_fast.h) */
+	/* vhf, or NULL while sluiced captures the port (capture.h): the one-copy path leaves
+	 * it out then, as input and as output. Atomic. */
+	struct vhf *vhf_direct;
+	/* The capture sluiced makes of this port (capture.h); NULL: none. Atomic. */
+	struct cap *cap;
 	struct vxl_tunnel *vxl;       /* vxlan: its tunnel (port_vxlan.h) */
 	/* The vxlan ports carried over this one (atomic; NULL: none): the worker polling it
 	 * hands their frames to them (port_vxlan.h). */
@@ -187,8 +193,14 @@ static inline uint16_t port_rx_burst(const struct port *p, struct rte_mbuf **pkt
 {
 	if (p->afp != NULL)
 		return afp_rx_burst(p->afp, pkts, n);
-	if (p->vhf != NULL)
-		return vhf_rx_burst(p->vhf, pkts, n);
+	if (p->vhf != NULL) {
+		struct cap *c = __atomic_load_n(&p->cap, __ATOMIC_ACQUIRE);
+		uint16_t got = vhf_rx_burst(p->vhf, pkts, n);
+
+		if (unlikely(c != NULL) && got > 0)
+			cap_rx(c, pkts, got);
+		return got;
+	}
 	return rte_eth_rx_burst(p->ethdev, 0, pkts, n);
 }
 
@@ -206,8 +218,13 @@ static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rt
 {
 	if (p->afp != NULL)
 		return afp_tx_burst(p->afp, q, pkts, n);
-	if (p->vhf != NULL)
-		return vhf_tx_burst(p->vhf, q, pkts, n);
+	if (p->vhf != NULL) {
+		struct cap *c = __atomic_load_n(&p->cap, __ATOMIC_ACQUIRE);
+
+		if (likely(c == NULL))
+			return vhf_tx_burst(p->vhf, q, pkts, n);
+		return cap_vhf_tx(c, p->vhf, q, pkts, n);
+	}
 	if (unlikely(p->vxl != NULL))
 		return vxl_tx_burst(p->vxl, q, pkts, n);
 	return rte_eth_tx_burst(p->ethdev, q, pkts, n);

@@ -62,6 +62,15 @@ void sw_detach_port(struct sw *s, struct port *p);
  */
 bool sw_tick_all(void);
 
+/* Lets P's frames take the one-copy path of S (vhost_fast.h) or not (while captured). */
+static inline void sw_set_fast(struct sw *s, const struct port *p, bool on)
+{
+	uint64_t bit = UINT64_C(1) << p->sw_index;
+
+	__atomic_store_n(&s->fast_ports, on ? s->fast_ports | bit : s->fast_ports & ~bit,
+			 __ATOMIC_RELAXED);
+}
+
 static inline struct port *sw_port(struct sw *s, uint16_t index)
 {
 	return __atomic_load_n(&s->ports[index], __ATOMIC_ACQUIRE);

@@ -609,7 +609,8 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
 		return false;
 	o = s->ops->fixed_output(s->fwd, in->sw_index, (uint16_t)w->id);
-	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL || out->vhf == NULL)
+	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL ||
+	    __atomic_load_n(&out->vhf_direct, __ATOMIC_RELAXED) == NULL)
 		return false;
 	if (vhf_forward(in->vhf, out->vhf, (uint16_t)w->id, (uint16_t)config.burst,
 			__atomic_load_n(&out->max_frame, __ATOMIC_RELAXED), &r) != 0)
@@ -797,7 +798,8 @@ static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q, uint6
 
 	w->fb.tsc = t0;         /* the forwarding function's time too (meters, rule use) */
 
-	if (p->vhf != NULL) {
+	/* vhf_direct: the port is a fast one, and not being captured (capture.h) */
+	if (__atomic_load_n(&p->vhf_direct, __ATOMIC_RELAXED) != NULL) {
 		bool done;
 
 		burst_seq_step(w);

@@ -1,4 +1,5 @@
-"""`sluicectl capture`: packets of one sluiced port to a pcapng file, with DPDK's dpdk-dumpcap.
+"""`sluicectl capture`: packets of one sluiced port to a pcapng file, with DPDK's dpdk-dumpcap,
+or, for the vhost-user ports of sluiced's own data path (fast=1), with sluiced's own capture.
 
 sluiced initialises rte_pdump, so dpdk-dumpcap, a DPDK secondary process started with the
 daemon's file prefix, can ask it to copy what a port receives and sends into a ring that
@@ -11,12 +12,20 @@ but each pcapng packet block carries its direction (epb_flags). For `--direction
 both are captured into a temporary file that is watched until COUNT packets of the wanted
 direction are in it, and then only those are written to the output file.
 
+A fast=1 vhost-user port has no ethdev for dumpcap to attach to. For such a port sluiced
+captures itself (src/capture.c): `capture-start` on a connection of this module's own takes
+the port off the one-copy path and makes the daemon copy its frames into a ring, which
+`capture-read` empties (frames in base64, with their time and direction); this module
+writes them to pcapng itself, and `capture-stop` (or the connection's end, should sluicectl
+die) ends it. Options, output lines and Ctrl-C behave as with dumpcap.
+
 The pure parts (`dumpcap_command`, `parse_dumpcap_summary`, the pcapng functions) are tested
 without a daemon; `run_capture` runs the real thing.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ctypes
 import os
@@ -32,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from sluice.rpc import RpcError
+
 DUMPCAP = "dpdk-dumpcap"
 DIRECTIONS = ("rx", "tx", "both")
 DEFAULT_COUNT = 1000
@@ -39,13 +50,22 @@ PR_SET_PDEATHSIG = 1
 
 # pcapng (draft-ietf-opsawg-pcapng): block types and the epb_flags option.
 SHB = 0x0A0D0D0A
+IDB = 0x00000001
 ISB = 0x00000005
 EPB = 0x00000006
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 EPB_FLAGS = 2
 EPB_DIRECTION = {1: "rx", 2: "tx"}    # the flags' two low bits: 1 inbound, 2 outbound
+LINKTYPE_ETHERNET = 1
+IF_TSRESOL = 9                         # the interface's time resolution: 10^-9 s
+SNAPLEN = 65535
+READ_MAX = 512                         # frames one capture-read asks for
+READ_PAUSE = 0.02                      # seconds between reads that found the ring short
 
 Call = Callable[..., Any]
+# Opens a connection of the capture's own (an RpcClient): sluiced ends a capture whose
+# connection closes.
+Connect = Callable[[], Any]
 
 
 class CaptureError(Exception):
@@ -103,28 +123,37 @@ class Target:
 
 
 @dataclass(frozen=True)
+class OwnTarget:
+    """A port without an ethdev, which sluiced captures itself (vhost-user, fast=1)."""
+
+    switch: str
+    port: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class Result:
-    """What a capture wrote: PACKETS packets in PATH; DROPPED is what dumpcap's ring could
-    not take (dpdk-dumpcap's own count, of both directions); SECONDS the capture's length."""
+    """What a capture wrote: PACKETS packets in PATH; DROPPED is what the capture's ring
+    could not take (dpdk-dumpcap's own count, of both directions, or sluiced's, of the
+    directions captured), DROPPED_BY names that ring; SECONDS the capture's length."""
 
     path: Path
     packets: int
     dropped: int
     seconds: float
+    dropped_by: str = "dumpcap's ring"
 
 
-def find_target(call: Call, switch: str, port: str) -> Target:
-    """Asks the daemon (CALL(method, **params)) for its file prefix and PORT's ethdev."""
+def find_target(call: Call, switch: str, port: str) -> Target | OwnTarget:
+    """Asks the daemon (CALL(method, **params)) for its file prefix and PORT's ethdev; a
+    port without one is sluiced's to capture (it refuses the kinds it cannot)."""
     version = call("version")
-    if not isinstance(version, Mapping) or "file_prefix" not in version:
-        raise CaptureError("this sluiced does not say its DPDK file prefix (too old?)")
     for p in call("list-ports", switch=switch):
         if p.get("name") == port:
             if int(p["ethdev"]) < 0:
-                raise CaptureError(
-                    f"port {port!r} ({p.get('kind')}) is driven by sluiced itself, not by a "
-                    "DPDK ethdev, so dpdk-dumpcap cannot capture it; capture on its kernel "
-                    "interface with tcpdump instead")
+                return OwnTarget(switch, port, str(p.get("kind", "")))
+            if not isinstance(version, Mapping) or "file_prefix" not in version:
+                raise CaptureError("this sluiced does not say its DPDK file prefix (too old?)")
             return Target(str(version["file_prefix"]), str(version.get("runtime_dir", "")),
                           int(p["ethdev"]), str(p.get("device", "")))
     raise CaptureError(f"no port named {port!r} on switch {switch!r}")
@@ -203,6 +232,110 @@ def keep_direction(data: bytes, direction: str, limit: int) -> tuple[bytes, int]
             kept += 1
         out.append(block)
     return b"".join(out), kept
+
+
+def _block(btype: int, body: bytes) -> bytes:
+    """One little-endian pcapng block of type BTYPE around BODY (padded to 4 bytes)."""
+    body += b"\0" * (-len(body) % 4)
+    length = 12 + len(body)
+    return struct.pack("<II", btype, length) + body + struct.pack("<I", length)
+
+
+def pcapng_header(snaplen: int = SNAPLEN) -> bytes:
+    """A section header and one Ethernet interface with nanosecond timestamps."""
+    shb = _block(SHB, struct.pack("<IHHq", BYTE_ORDER_MAGIC, 1, 0, -1))
+    tsresol = struct.pack("<HHB3x", IF_TSRESOL, 1, 9) + struct.pack("<HH", 0, 0)
+    idb = _block(IDB, struct.pack("<HHI", LINKTYPE_ETHERNET, 0, snaplen) + tsresol)
+    return shb + idb
+
+
+def pcapng_packet(ns: int, direction: str, length: int, data: bytes) -> bytes:
+    """An enhanced packet block: DATA (the frame's first bytes) of a LENGTH-byte frame seen
+    at NS nanoseconds since the epoch, going DIRECTION ('rx' inbound, 'tx' outbound)."""
+    flags = 1 if direction == "rx" else 2
+    head = struct.pack("<IIIII", 0, ns >> 32, ns & 0xFFFFFFFF, len(data), length)
+    pad = b"\0" * (-len(data) % 4)
+    opts = struct.pack("<HHI", EPB_FLAGS, 4, flags) + struct.pack("<HH", 0, 0)
+    return _block(EPB, head + data + pad + opts)
+
+
+# ---- sluiced's own capture (ports without an ethdev) ----
+
+class _Own:
+    """One capture sluiced makes, on a connection of its own (CONNECT), written to a
+    file as it is read."""
+
+    def __init__(self, rpc: Any, target: OwnTarget, direction: str) -> None:
+        self.rpc = rpc
+        answer = rpc.call("capture-start", switch=target.switch, port=target.port,
+                          direction=direction, snaplen=SNAPLEN)
+        self.id = int(answer["id"])
+        self.dropped = 0
+        self.ended = False
+
+    def read(self, out: Any, want: int) -> tuple[int, int]:
+        """Writes up to WANT frames (0: any number) of one read to OUT; returns (frames
+        written, frames the read gave)."""
+        answer = self.rpc.call("capture-read", id=self.id, max=READ_MAX)
+        self.dropped = int(answer.get("dropped", 0))
+        self.ended = bool(answer.get("ended"))
+        frames = answer.get("frames", [])
+        if want:
+            frames = frames[:want]
+        for f in frames:
+            out.write(pcapng_packet(int(f["t"]), f["dir"], int(f["len"]),
+                                    base64.b64decode(f["data"])))
+        return len(frames), len(answer.get("frames", []))
+
+    def stop(self) -> None:
+        answer = self.rpc.call("capture-stop", id=self.id)
+        self.dropped = int(answer.get("dropped", 0))
+
+
+def run_own_capture(connect: Connect, target: OwnTarget, path: Path, count: int,
+                    duration: float | None, direction: str, out: TextIO,
+                    interrupts: Interrupts) -> Result:
+    """Captures DIRECTION frames of TARGET into PATH (pcapng) through sluiced's own
+    capture, bounded as run_capture() is; Ctrl-C (INTERRUPTS) before the capture began
+    raises Interrupted. The frames still in sluiced's ring when the capture stops (Ctrl-C,
+    DURATION) are read and written too; at COUNT the rest is left to the daemon, which
+    frees it when the connection closes."""
+    began = time.monotonic()
+    if interrupts:
+        raise Interrupted()
+    with contextlib.ExitStack() as stack:
+        try:
+            rpc = stack.enter_context(connect())
+            f = stack.enter_context(open(path, "wb"))
+        except OSError as e:
+            raise CaptureError(f"cannot write {path}: {e.strerror}") from None
+        f.write(pcapng_header())
+        try:
+            cap = _Own(rpc, target, direction)
+        except RpcError as e:
+            with contextlib.suppress(FileNotFoundError):
+                f.close()
+                path.unlink()
+            raise CaptureError(e.message) from None
+        print(f"capturing {direction} on {target.port} ({target.kind}, fast=1; captured by "
+              f"sluiced) to {path}; Ctrl-C stops", file=out, flush=True)
+        deadline = began + duration if duration else None
+        packets = 0
+        while not interrupts and (deadline is None or time.monotonic() < deadline):
+            wrote, got = cap.read(f, count - packets if count else 0)
+            packets += wrote
+            if (count and packets >= count) or cap.ended:   # ended: the port was deleted
+                break
+            if got < READ_MAX:
+                pause = READ_PAUSE if deadline is None else \
+                    max(0.0, min(READ_PAUSE, deadline - time.monotonic()))
+                interrupts.event.wait(pause)
+        if not (count and packets >= count) and not cap.ended:
+            cap.stop()
+            while not cap.ended and not (count and packets >= count):
+                wrote, _ = cap.read(f, count - packets if count else 0)
+                packets += wrote
+    return Result(path, packets, cap.dropped, time.monotonic() - began, "sluiced's capture ring")
 
 
 # ---- running dpdk-dumpcap ----
@@ -367,15 +500,24 @@ def run_capture(target: Target, path: Path, count: int, duration: float | None,
     return Result(path, packets, summary[1], seconds)
 
 
-def capture(call: Call, params: Mapping[str, Any], out: TextIO) -> Result:
-    """`sluicectl capture`'s work: PARAMS are its parsed arguments. Raises Interrupted for
-    a Ctrl-C before dumpcap was started."""
+def capture(call: Call, params: Mapping[str, Any], out: TextIO,
+            connect: Connect | None = None) -> Result:
+    """`sluicectl capture`'s work: PARAMS are its parsed arguments; CONNECT opens a
+    connection of the capture's own, for ports that sluiced captures itself. Raises
+    Interrupted for a Ctrl-C before the capture was started."""
     with Interrupts() as interrupts:
+        target = find_target(call, params["switch"], params["port"])
+        path = Path(params["file"]).absolute()
+        count = params.get("count", DEFAULT_COUNT)
+        direction = params.get("direction", "both")
+        if isinstance(target, OwnTarget):
+            if connect is None:
+                raise CaptureError("sluiced captures this port itself, which needs a "
+                                   "connection of the capture's own")
+            return run_own_capture(connect, target, path, count, params.get("duration"),
+                                   direction, out, interrupts)
         if shutil.which(DUMPCAP) is None:
             raise CaptureError(f"{DUMPCAP} not found: install Debian's dpdk-dev package "
                                "(scripts/setup.sh does)")
-        target = find_target(call, params["switch"], params["port"])
-        path = Path(params["file"]).absolute()
-        return run_capture(target, path, params.get("count", DEFAULT_COUNT),
-                           params.get("duration"), params.get("direction", "both"), out,
+        return run_capture(target, path, count, params.get("duration"), direction, out,
                            interrupts)

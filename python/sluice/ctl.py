@@ -150,7 +150,8 @@ def run_capture(params: dict[str, Any], transport: Transport, stdout: TextIO,
     from sluice import capture
 
     try:
-        r = capture.capture(lambda method, **p: transport(method, p), params, stdout)
+        r = capture.capture(lambda method, **p: transport(method, p), params, stdout,
+                            getattr(transport, "connect", None))
     except capture.CaptureError as e:
         print(f"{PROG} capture: error: {e}", file=stderr)
         return Exit.ERROR
@@ -158,7 +159,7 @@ def run_capture(params: dict[str, Any], transport: Transport, stdout: TextIO,
         print(f"{PROG} capture: interrupted before the capture began; nothing captured",
               file=stderr)
         return 130
-    print(f"{r.packets} packets captured in {r.path} ({r.seconds:.1f} s; dumpcap's ring "
+    print(f"{r.packets} packets captured in {r.path} ({r.seconds:.1f} s; {r.dropped_by} "
           f"dropped {r.dropped})", file=stdout)
     return Exit.OK
 
@@ -333,13 +334,15 @@ VERBS: tuple[Verb, ...] = (
          (Arg("switch", "only this switch", optional=True, metavar="SWITCH"),
           Arg("port", "only this port", option="--port", metavar="NAME")),
          aliases=("get-stats",)),
-    Verb("capture", "capture a port's packets to a pcapng file (dpdk-dumpcap)",
+    Verb("capture", "capture a port's packets to a pcapng file (dpdk-dumpcap, or sluiced)",
          "Capture what PORT of SWITCH receives (rx), sends (tx) or both into FILE, in pcapng, "
          "by running DPDK's dpdk-dumpcap against the daemon. Stops after --count packets "
          "(default 1000; 0: no limit), after --duration seconds, or on Ctrl-C, whichever "
          "comes first, then says how many packets FILE holds. Needs root and the DPDK "
          "sluiced is built on; costs the daemon nothing while no capture runs (see "
-         "docs/operations.md).",
+         "docs/operations.md). A vhost-user port with fast=1 has no ethdev: sluiced "
+         "captures it itself (no dpdk-dumpcap, no root needed), taking it off the "
+         "one-copy path while the capture runs.",
          ("capture br0 vm1 -w /tmp/vm1.pcapng",
           "capture br0 vm1 -w /tmp/vm1-rx.pcapng --direction rx --count 100",
           "capture br0 uplink -w /tmp/up.pcapng --count 0 --duration 10"),
@@ -1039,9 +1042,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout = ADD_PORT_TIMEOUT if args.verb == "add-port" else DEFAULT_TIMEOUT
     timeout = timeout or None
 
-    def transport(method: str, params: Mapping[str, Any]) -> Json:
-        with RpcClient(path, timeout) as rpc:
-            return rpc.request(method, params)
+    class SocketTransport:
+        """One request a connection; connect() opens one to keep (sluiced's own
+        captures)."""
+
+        def __call__(self, method: str, params: Mapping[str, Any]) -> Json:
+            with RpcClient(path, timeout) as rpc:
+                return rpc.request(method, params)
+
+        def connect(self) -> RpcClient:
+            return RpcClient(path, timeout)
+
+    transport = SocketTransport()
 
     try:
         return execute(args, transport, origin, sys.stdout, sys.stderr)

@@ -15,12 +15,16 @@ import pytest
 
 from sluice.capture import (
     Interrupts,
+    OwnTarget,
     Target,
     count_packets,
     dumpcap_command,
     keep_direction,
     parse_dumpcap_summary,
+    pcapng_header,
+    pcapng_packet,
     remove_secondary_files,
+    run_own_capture,
 )
 from sluice.ctl import Exit, execute, make_parser
 from sluice.rpc import ConnectError
@@ -156,3 +160,84 @@ def test_interrupts_handle_an_ignored_sigint() -> None:
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+# ---- sluiced's own capture (fast=1 vhost-user ports) ----
+
+def test_pcapng_writer_read_back(tmp_path: Path) -> None:
+    """What run_own_capture writes: the module's reader and scapy's see the same packets,
+    directions, lengths and nanosecond times."""
+    from scapy.all import rdpcap  # type: ignore
+
+    frames = [(1_764_600_000_123_456_789, "rx", 64, bytes(range(64))),
+              (1_764_600_000_223_456_789, "tx", 1514, b"\x02" * 60),     # cut to 60
+              (1_764_600_001_000_000_001, "rx", 61, b"\x01" * 61)]      # padded
+    path = tmp_path / "w.pcapng"
+    path.write_bytes(pcapng_header() + b"".join(pcapng_packet(*f) for f in frames))
+    data = path.read_bytes()
+    assert (count_packets(data, "rx"), count_packets(data, "tx")) == (2, 1)
+    got = rdpcap(str(path))
+    assert [bytes(p) for p in got] == [f[3] for f in frames]
+    assert [p.direction for p in got] == [1, 2, 1]
+    assert [p.wirelen for p in got] == [64, 1514, 61]
+    assert [int(p.time * 10**9) // 1000 for p in got] == [f[0] // 1000 for f in frames]
+
+
+class FakeRpc:
+    """sluiced's side of one capture: reads hand out BATCHES, then nothing."""
+
+    def __init__(self, batches: list[int], fail_start: str = "") -> None:
+        self.batches, self.fail_start = batches, fail_start
+        self.calls: list[str] = []
+        self.stopped = False
+
+    def __enter__(self) -> FakeRpc:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.calls.append("close")
+
+    def call(self, method: str, /, **params: Any) -> Any:
+        from sluice.rpc import RpcError
+
+        self.calls.append(method)
+        if method == "capture-start":
+            if self.fail_start:
+                raise RpcError(-32001, self.fail_start)
+            return {"id": 7}
+        if method == "capture-stop":
+            self.stopped = True
+            return {"dropped": 3}
+        n = self.batches.pop(0) if self.batches else 0
+        frame = {"t": 10**18, "dir": "rx", "len": 60, "data": "AAAA"}
+        return {"frames": [frame] * n, "dropped": 3,
+                "ended": self.stopped and not self.batches}
+
+
+def own(rpc: FakeRpc, tmp_path: Path, count: int, duration: float | None) -> Any:
+    with Interrupts() as interrupts:
+        return run_own_capture(lambda: rpc, OwnTarget("br0", "vm1", "vhost-user"),
+                               tmp_path / "o.pcapng", count, duration, "both", StringIO(),
+                               interrupts)
+
+
+def test_own_capture_bounds(tmp_path: Path) -> None:
+    """--count N: N frames, then the connection closes (sluiced frees the rest); a
+    duration: capture-stop, then the rest read until sluiced says it ended."""
+    rpc = FakeRpc([512, 512, 100])
+    r = own(rpc, tmp_path, 600, None)
+    assert (r.packets, r.dropped, r.dropped_by) == (600, 3, "sluiced's capture ring")
+    assert count_packets((tmp_path / "o.pcapng").read_bytes(), "rx") == 600
+    assert rpc.calls == ["capture-start", "capture-read", "capture-read", "close"]
+    rpc = FakeRpc([5])
+    r = own(rpc, tmp_path, 0, 0.1)
+    assert rpc.calls[-3:] == ["capture-stop", "capture-read", "close"] and r.packets == 5
+
+
+def test_own_capture_refused(tmp_path: Path) -> None:
+    from sluice.capture import CaptureError
+
+    with pytest.raises(CaptureError, match="captured already"):
+        own(FakeRpc([], "port 'vm1' is being captured already (capture 3)"), tmp_path, 10,
+            None)
+    assert not (tmp_path / "o.pcapng").exists()
