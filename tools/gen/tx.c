@@ -115,23 +115,20 @@ static bool get_buffers(const struct gen *g, struct sender *s, uint16_t n)
  * line back; asked for together, those transfers overlap instead of stalling one store after
  * another (the stamp writes were the sender's largest cost through a switch: docs/gen.md, SPEED).
  */
-static inline void prefetch_line_for_write(const void *p)
-{
-#if defined(__x86_64__)
-	/* DPDK builds for corei7, where __builtin_prefetch(p, 1, ...) gives a read
-	 * prefetch; PREFETCHW's opcode is a no-op on the x86 CPUs that lack it. */
-	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-	__builtin_prefetch(p, 1, 3);
-#endif
-}
-
 static void prefetch_for_write(struct rte_mbuf *const *m, uint16_t n)
 {
 	uint16_t i;
 
-	for (i = 0; i < n; i++)
-		prefetch_line_for_write(rte_pktmbuf_mtod_offset(m[i], void *, TRAFFIC_HDR_LEN));
+	for (i = 0; i < n; i++) {
+		const void *p = rte_pktmbuf_mtod_offset(m[i], void *, TRAFFIC_HDR_LEN);
+#if defined(__x86_64__)
+		/* DPDK builds for corei7, where __builtin_prefetch(p, 1, ...) gives a read
+		 * prefetch; PREFETCHW's opcode is a no-op on the x86 CPUs that lack it. */
+		__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+		__builtin_prefetch(p, 1, 3);
+#endif
+	}
 }
 
 /* A new burst of --burst frames in S's pending slots; false when the pool is empty. */
@@ -211,6 +208,9 @@ static uint16_t transmit(const struct gen *g, struct sender *s, uint8_t flags)
 	return sent;
 }
 
+_Static_assert(VRING_PAYLOAD_OFF == VRING_BUF_SKEW + VRING_HDR_LEN + TRAFFIC_HDR_LEN &&
+	       VRING_PAYLOAD_OFF % 64 == 0, "a virtio-raw frame's stamp starts a cache line");
+
 /*
  * A virtio-raw stream (vring.h): its frames sit built in the port's transmit buffers, so a
  * burst writes only what varies (the flow's fields, the stamp) into the buffers it posts.
@@ -229,9 +229,6 @@ static uint16_t raw_transmit(const struct gen *g, struct sender *s, uint64_t tsc
 		flow = (uint32_t)(seq % flows);
 		port_flow = flow % TRAFFIC_PORT_FLOWS;
 	}
-	/* The lines to be written, asked for together (prefetch_for_write() says why). */
-	for (i = 0; (stamp || g->flow_template) && i < sent; i++)
-		prefetch_line_for_write(vring_tx_frame(s->raw, i) + TRAFFIC_HDR_LEN);
 	for (i = 0; (stamp || g->flow_template) && i < sent; i++) {
 		uint8_t *d = vring_tx_frame(s->raw, i);
 		struct traffic_payload *pl = (struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
@@ -246,9 +243,11 @@ static uint16_t raw_transmit(const struct gen *g, struct sender *s, uint64_t tsc
 				port_flow = 0;
 		}
 		if (stamp) {
-			pl->flags = flags;
-			pl->seq = (uint32_t)(seq + i);
-			pl->tsc = tsc;
+			/* The whole payload in one 16-byte store (it starts a line: vring.h). */
+			struct traffic_payload v = { .magic = TRAFFIC_MAGIC, .stream = s->id,
+				.flags = flags, .seq = (uint32_t)(seq + i), .tsc = tsc };
+
+			memcpy(pl, &v, sizeof(v));
 		}
 	}
 	vring_tx_post(s->raw, sent);
@@ -371,6 +370,9 @@ static int raw_frames(struct gen *g, struct sender *s, enum tx_frames f)
 	}
 	write_frame(g, s, frame);
 	vring_set_frame(s->raw, frame);
+	/* Stamped: a burst's buffers kept back, their lines fetched ahead (vring.h). */
+	if (gen_stamped(&g->o))
+		s->raw->tx_reserve = RTE_MIN(g->o.burst, (uint16_t)(s->raw->tx.size / 4));
 	return 0;
 }
 

@@ -457,6 +457,11 @@ bool vring_alive(struct vring_port *p)
 
 	if (p->closed)
 		return false;
+	/* vr_publish() may have missed a kick a device asked for just then: one now. */
+	if (!(__atomic_load_n(&p->rx.used->flags, __ATOMIC_RELAXED) & VRING_USED_F_NO_NOTIFY))
+		vring_kick(p, &p->rx);
+	if (!(__atomic_load_n(&p->tx.used->flags, __ATOMIC_RELAXED) & VRING_USED_F_NO_NOTIFY))
+		vring_kick(p, &p->tx);
 	if (poll(&pfd, 1, 0) <= 0)
 		return true;
 	/* The backend sends nothing unasked: readable means closed, or a stray message. */
