@@ -103,10 +103,11 @@ static void usage(FILE *f)
 "Traffic generator and sink on DPDK, all roles in one poll loop on one CPU (docs/gen.md).\n"
 "  --port SPEC        a port, as in sluiced (docs/ports.md), up to 8; a memif\n"
 "                     client may add rx_queues=N (N receive rings, all polled);\n"
-"                     or virtio-raw:path=SOCKET[,queue_size=N]: sluice-gen's own virtio\n"
-"                     driver on a vhost-user server socket (a switch's vhost-user port),\n"
+"                     or virtio-raw:path=SOCKET[,queue_size=N][,mac=MAC]: sluice-gen's own\n"
+"                     virtio driver on a vhost-user server socket (a switch's vhost-user\n"
+"                     port),\n"
 "                     no DPDK driver or mbufs on its data path; roles txrx, tx and rx,\n"
-"                     one --size up to 1518, not --touch or --announce (docs/gen.md)\n"
+"                     one --size up to 1518, not --touch (docs/gen.md)\n"
 "  --role ROLE        txrx (default): port 0 sends to port 1, 2 to 3, ...; one port: sends\n"
 "                     and receives on it (round trip through a reflector)\n"
 "                     tx: every port sends; rx: every port receives;\n"
@@ -358,8 +359,7 @@ static bool any_raw_port(const struct opts *o)
 
 /*
  * What virtio-raw ports do not serve (docs/gen.md, "virtio-raw ports"): the other roles,
- * more than one frame size or a frame larger than a standard one, reading every byte, and
- * the announcements (their MAC is ours alone, no switch has to learn it from them).
+ * more than one frame size or a frame larger than a standard one, and reading every byte.
  */
 static int check_raw_options(const struct opts *o)
 {
@@ -373,8 +373,6 @@ static int check_raw_options(const struct opts *o)
 		return bad("size", VRING_KIND " ports send one frame size, 64 to 1518");
 	if (o->touch)
 		return bad("touch", "not with " VRING_KIND " ports");
-	if (o->announce)
-		return bad("announce", "not with " VRING_KIND " ports");
 	if (o->tx_frames == TX_FRAMES_COPY || o->tx_frames == TX_FRAMES_REFCNT)
 		return bad("tx-frames", VRING_KIND " ports send prebuilt frames only");
 	return 0;
@@ -1822,7 +1820,11 @@ static int open_raw_ports(struct gen *g)
 		p->spec = o->specs[i];
 		if (vring_parse(p->spec, &p->cfg, err, sizeof(err)) != 0)
 			return -1;           /* checked already, with a message */
-		memcpy(p->mac, (const uint8_t[6]){ 0x02, 0x72, 0x61, 0x77, 0, (uint8_t)g->n_raw }, 6);
+		if (p->cfg.mac_given)
+			memcpy(p->mac, p->cfg.mac, 6);
+		else
+			memcpy(p->mac, (const uint8_t[6]){ 0x02, 0x72, 0x61, 0x77, 0,
+							   (uint8_t)g->n_raw }, 6);
 		if (vring_open(p, "port", o->ring_given ? o->ring : VRING_DEFAULT_SIZE, blank,
 			       (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN)) != 0)
 			return -1;
@@ -1956,19 +1958,27 @@ static unsigned int announce_port(struct gen *g, uint16_t port)
 }
 
 /* Frees what arrives on every port for 100 ms (announcements a switch forwarded). */
-static uint64_t discard_arrivals(const struct gen *g)
+static uint64_t discard_arrivals(struct gen *g)
 {
 	struct rte_mbuf *m[GEN_BURST];
 	double until = now_s() + 0.1;
 	uint64_t n = 0;
 	uint16_t port, got;
+	unsigned int i;
 
-	while (now_s() < until)
+	while (now_s() < until) {
 		RTE_ETH_FOREACH_DEV(port) {
 			got = rx_burst_all(g, port, m, GEN_BURST);
 			rte_pktmbuf_free_bulk(m, got);
 			n += got;
 		}
+		for (i = 0; i < g->n_raw; i++) {
+			got = vring_rx_ready(&g->raw[i], GEN_BURST);
+			vring_rx_done(&g->raw[i], got);
+			g->raw[i].rx_packets -= got;    /* not the run's frames */
+			n += got;
+		}
+	}
 	return n;
 }
 
@@ -1981,10 +1991,21 @@ static uint64_t discard_arrivals(const struct gen *g)
  */
 static void announce(struct gen *g)
 {
+	uint8_t frame[60] = { 0 };
+	struct vring_port *p;
+	unsigned int i;
 	uint16_t port;
 
 	RTE_ETH_FOREACH_DEV(port)
 		g->announced += announce_port(g, port);
+	for (i = 0; i < g->n_raw; i++) {     /* the same frames from a virtio-raw port */
+		p = &g->raw[i];
+		memcpy(frame, p->mac, 6);
+		memcpy(frame + 6, p->mac, 6);
+		frame[12] = ANNOUNCE_ETHERTYPE >> 8;
+		frame[13] = ANNOUNCE_ETHERTYPE & 0xff;
+		g->announced += vring_send_aside(p, frame, sizeof(frame), ANNOUNCE_FRAMES);
+	}
 	g->announce_echoes = discard_arrivals(g);
 }
 

@@ -101,6 +101,8 @@ struct vr_queue {
 struct vring_spec {
 	char path[VRING_PATH_LEN];
 	unsigned int queue_size;     /* 0: not given */
+	uint8_t mac[6];
+	bool mac_given;              /* mac=: else sluice-gen picks one */
 };
 
 struct vring_port {
@@ -125,7 +127,7 @@ struct vring_port {
 	uint64_t tx_packets, rx_packets, kicks;
 };
 
-/* "virtio-raw:path=SOCKET[,queue_size=N]"; 0, or -1 with a message in ERR. */
+/* "virtio-raw:path=SOCKET[,queue_size=N][,mac=MAC]"; 0, or -1 with a message in ERR. */
 int vring_parse(const char *spec, struct vring_spec *out, char *err, size_t len);
 /* Whether SPEC names a virtio-raw port (its kind, before the colon). */
 bool vring_is_spec(const char *spec);
@@ -138,6 +140,13 @@ int vring_open(struct vring_port *p, const char *opt, unsigned int queue_size,
 	       const uint8_t *frame, uint16_t frame_len);
 /* Whether the backend is still connected (a non-blocking look at the socket). */
 bool vring_alive(struct vring_port *p);
+/*
+ * Sends N (up to 8) copies of FRAME (LEN <= the port's frame length; padded with zeros)
+ * outside the run, waits up to 100 ms for the device to take them, and puts the buffers'
+ * own frame back. The number sent.
+ */
+unsigned int vring_send_aside(struct vring_port *p, const uint8_t *frame, uint16_t len,
+			      unsigned int n);
 /* Rewrites every transmit buffer's frame (FRAME_LEN as at open). */
 void vring_set_frame(struct vring_port *p, const uint8_t *frame);
 void vring_kick(struct vring_port *p, struct vr_queue *q);
