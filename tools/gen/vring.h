@@ -43,8 +43,8 @@
 #define VRING_BUF_SKEW 10
 /*
  * A receive buffer: any standard frame fits (10 + 12 + 1518 B). An odd number of lines,
- * not 2048: buffers 2 KB apart all fall in the same few cache sets, and the device's writes
- * and our reads of them then evict each other (the switch ran 15-30 % slower so).
+ * not 2048: buffers 2 KB apart all fall in the same few cache sets, where the device's
+ * writes and our reads of them would evict each other.
  */
 #define VRING_RX_BUF 1600
 #define VRING_MAX_FRAME 1518          /* with FCS; larger needs chained buffers */
