@@ -16,7 +16,9 @@
 #   flock /tmp/sluice-cpu.lock bench/gen-speed.sh [tx] [rx] [v2v]
 # Environment: ROUNDS (3), DUR seconds a run (5), TXCPU (1), SWITCHES ("testpmd sluiced"),
 # MODES (sluice-gen option sets for v2v, ';'-separated, each "name=options"; "-vec" modes
-# take DPDK's vector receive path on the generator's virtio-user ports, docs/gen.md SPEED).
+# take DPDK's vector receive path on the generator's virtio-user ports; modes named "raw..."
+# use sluice-gen's own virtio driver, virtio-raw ports, instead of virtio-user: docs/gen.md
+# SPEED).
 set -u
 top=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 gen="$top/build/tools/gen/sluice-gen"
@@ -24,7 +26,7 @@ placement="$top/bin/sluice-placement"
 rounds=${ROUNDS:-3}; dur=${DUR:-5}; txcpu=${TXCPU:-1}
 switches=${SWITCHES:-testpmd sluiced}
 vec="--virtio-args mrg_rxbuf=0,in_order=0,vectorized=1"
-modes=${MODES:-stamped=;count-only=--check none;refcnt=--check none --tx-frames refcnt;stamped-vec=$vec;count-only-vec=--check none $vec}
+modes=${MODES:-stamped=;count-only=--check none;refcnt=--check none --tx-frames refcnt;stamped-vec=$vec;count-only-vec=--check none $vec;raw-stamped=;raw-count-only=--check none}
 parts=${*:-tx rx v2v}
 work=$(mktemp -d /tmp/sluice-genspeed-XXXXXX)
 results="$work/results.jsonl"
@@ -165,8 +167,7 @@ stop_switch() {
 }
 
 part_v2v() {
-	local sw mode name opts ports=(--port "virtio-user:path=$work/a.sock"
-				       --port "virtio-user:path=$work/b.sock")
+	local sw mode name opts kind ports
 	for sw in $switches; do
 		echo "v2v through $sw (CPU 1), 64 B both ways, generator and sink on CPU 0, $dur s a run"
 		start_switch "$sw" || continue
@@ -179,6 +180,9 @@ part_v2v() {
 			IFS=';' read -ra list <<<"$modes"
 			for mode in "${list[@]}"; do
 				name=${mode%%=*}; opts=${mode#*=}
+				kind=virtio-user
+				[[ $name == raw* ]] && kind=virtio-raw
+				ports=(--port "$kind:path=$work/a.sock" --port "$kind:path=$work/b.sock")
 				# shellcheck disable=SC2086  # the mode's options, word-split on purpose
 				run_gen "v2v-$sw" "$r" "sluice-gen $name" rx_pps --cpu 0 "${ports[@]}" \
 					--bidir $opts

@@ -102,7 +102,11 @@ static void usage(FILE *f)
 "\n"
 "Traffic generator and sink on DPDK, all roles in one poll loop on one CPU (docs/gen.md).\n"
 "  --port SPEC        a port, as in sluiced (docs/ports.md), up to 8; a memif\n"
-"                     client may add rx_queues=N (N receive rings, all polled)\n"
+"                     client may add rx_queues=N (N receive rings, all polled);\n"
+"                     or virtio-raw:path=SOCKET[,queue_size=N][,mac=MAC]: sluice-gen's own\n"
+"                     virtio driver on a switch's vhost-user server socket, without\n"
+"                     DPDK's driver or mbufs on its data path; roles txrx, tx and rx,\n"
+"                     one --size up to 1518, not --touch (docs/gen.md)\n"
 "  --role ROLE        txrx (default): port 0 sends to port 1, 2 to 3, ...; one port: sends\n"
 "                     and receives on it (round trip through a reflector)\n"
 "                     tx: every port sends; rx: every port receives;\n"
@@ -324,6 +328,55 @@ static unsigned int n_streams(const struct opts *o)
 	}
 }
 
+/* A virtio-raw spec: only as a --port, and well formed. */
+static int check_raw_spec(const char *opt, const char *spec)
+{
+	char err[PORTSPEC_ERR_LEN];
+	struct vring_spec vs;
+
+	if (strcmp(opt, "port") != 0) {
+		fprintf(stderr, "sluice-gen: --%s %s: a " VRING_KIND " port can only be a --port "
+			"(of role txrx, tx or rx)\n", opt, spec);
+		return -1;
+	}
+	if (vring_parse(spec, &vs, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sluice-gen: --%s %s: %s\n", opt, spec, err);
+		return -1;
+	}
+	return 0;
+}
+
+static bool any_raw_port(const struct opts *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->n_ports; i++)
+		if (vring_is_spec(o->specs[i]))
+			return true;
+	return false;
+}
+
+/*
+ * What virtio-raw ports do not serve (docs/gen.md, "virtio-raw ports"): the other roles,
+ * more than one frame size or a frame larger than a standard one, and reading every byte.
+ */
+static int check_raw_options(const struct opts *o)
+{
+	const struct traffic *t = &o->traffic;
+
+	if (!any_raw_port(o))
+		return 0;
+	if (o->role != ROLE_TXRX && o->role != ROLE_TX && o->role != ROLE_RX)
+		return bad("role", VRING_KIND " ports serve txrx, tx and rx only");
+	if (t->n_sizes != 1 || t->hi != 0 || t->sizes[0] > VRING_MAX_FRAME)
+		return bad("size", VRING_KIND " ports send one frame size, 64 to 1518");
+	if (o->touch)
+		return bad("touch", "not with " VRING_KIND " ports");
+	if (o->tx_frames == TX_FRAMES_COPY || o->tx_frames == TX_FRAMES_REFCNT)
+		return bad("tx-frames", VRING_KIND " ports send prebuilt frames only");
+	return 0;
+}
+
 /* Every port spec is checked before DPDK starts, so a bad one names its option. */
 static int check_spec_list(const char *opt, const char *const *specs, unsigned int n)
 {
@@ -332,6 +385,11 @@ static int check_spec_list(const char *opt, const char *const *specs, unsigned i
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
+		if (vring_is_spec(specs[i])) {
+			if (check_raw_spec(opt, specs[i]) != 0)
+				return -1;
+			continue;
+		}
 		if (portspec_parse(specs[i], "check", 1, &ps, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sluice-gen: --%s %s: %s\n", opt, specs[i], err);
 			return -1;
@@ -420,7 +478,7 @@ static int check_options(struct opts *o)
 	if (o->virtio_args != NULL && strstr(o->virtio_args, "vectorized=1") != NULL &&
 	    (o->rx_burst < 8 || o->rx_burst > 32))
 		return bad("rx-burst", "8 to 32 with --virtio-args vectorized=1");
-	if (check_fanout(o) != 0)
+	if (check_fanout(o) != 0 || check_raw_options(o) != 0)
 		return -1;
 	if (o->alternate[0] && (o->alternate[0] == o->alternate[1] ||
 				kill(o->alternate[0], 0) != 0 || kill(o->alternate[1], 0) != 0))
@@ -804,6 +862,16 @@ static int open_port(struct gen *g, const struct port_plan *p, unsigned int inde
  * --dst-mac, or with --announce and a receiving port of ours, the source is TX's MAC and the
  * destination the given MAC or RX's.
  */
+static int port_mac(struct gen *g, uint16_t port, struct rte_ether_addr *mac)
+{
+	struct vring_port *raw = gen_raw(g, port);
+
+	if (raw == NULL)
+		return rte_eth_macaddr_get(port, mac);
+	memcpy(mac->addr_bytes, raw->mac, 6);
+	return 0;
+}
+
 static void add_sender(struct gen *g, uint16_t tx, uint16_t rx)
 {
 	struct sender *s = &g->senders[g->n_senders];
@@ -812,12 +880,13 @@ static void add_sender(struct gen *g, uint16_t tx, uint16_t rx)
 
 	s->id = (uint8_t)g->n_senders++;
 	s->tx = tx;
+	s->raw = gen_raw(g, tx);
 	given = s->id < g->o.n_dst_mac && strcmp(g->o.dst_mac_arg[s->id], "default") != 0;
 	if (given)
 		memcpy(dst.addr_bytes, g->o.dst_mac[s->id], 6);
-	else if (!g->o.announce || rx == NO_PORT || rx == tx || rte_eth_macaddr_get(rx, &dst) != 0)
+	else if (!g->o.announce || rx == NO_PORT || rx == tx || port_mac(g, rx, &dst) != 0)
 		return;
-	if (rte_eth_macaddr_get(tx, &own) != 0)
+	if (port_mac(g, tx, &own) != 0)
 		return;
 	memcpy(s->addrs, dst.addr_bytes, 6);
 	memcpy(s->addrs + 6, own.addr_bytes, 6);
@@ -833,6 +902,7 @@ static void add_sink_port(struct gen *g, uint16_t rx, unsigned int stream)
 		if (g->sink_ports[i] == rx)
 			return;
 	g->sink_stream[g->n_sink_ports] = (uint8_t)stream;
+	g->sink_raw[g->n_sink_ports] = gen_raw(g, rx);
 	g->sink_ports[g->n_sink_ports++] = rx;
 }
 
@@ -995,6 +1065,28 @@ static void step_alternation(struct gen *g, double t)
 	alt_step(&g->alt, t, rte_rdtsc(), tx_of);
 }
 
+/*
+ * Every 50 ms: is each virtio-raw port's backend still connected? One that closed (the
+ * switch stopped or died) ends the run: its rings no longer move, and a run that went on
+ * would report the rest of it as loss. The summary is written, and the exit status is 1.
+ */
+static void check_raw_ports(struct gen *g, double t)
+{
+	unsigned int i;
+
+	g->next_raw_check = t + 0.05;
+	for (i = 0; i < g->n_raw; i++) {
+		if (g->raw[i].closed || vring_alive(&g->raw[i]))
+			continue;
+		fprintf(stderr, "sluice-gen: --port %s: the vhost-user backend closed the "
+			"connection %.2f s into the run (sent %" PRIu64 ", received %" PRIu64
+			" on it); stopping\n", g->raw[i].spec, t - g->start_s, g->raw[i].tx_packets,
+			g->raw[i].rx_packets);
+		g->raw_failed = true;
+		quit = 1;
+	}
+}
+
 static void run_loop(struct gen *g)
 {
 	const struct opts *o = &g->o;
@@ -1033,6 +1125,8 @@ static void run_loop(struct gen *g)
 		if ((g->passes & 63) != 0)
 			continue;
 		t = now_s();
+		if (g->n_raw > 0 && t >= g->next_raw_check)
+			check_raw_ports(g, t);
 		sink_drain_senders(g);
 		if (g->alternating)
 			step_alternation(g, t);
@@ -1300,6 +1394,16 @@ static json_t *port_stats_json(const struct gen *g)
 	unsigned int i;
 
 	for (i = 0; i < g->o.n_ports; i++) {
+		const struct vring_port *raw = gen_raw((struct gen *)(uintptr_t)g, g->ports[i]);
+
+		if (raw != NULL) {       /* what the rings moved; drops are the backend's */
+			json_array_append_new(a, json_pack("{si ss sI sI si si sb sI sb}", "port", i,
+				"spec", g->o.specs[i], "rx", (json_int_t)raw->rx_packets,
+				"tx", (json_int_t)raw->tx_packets, "rx_missed", 0, "tx_errors", 0,
+				"backend_closed", raw->closed, "kicks", (json_int_t)raw->kicks,
+				"hugepages", raw->hugepages));
+			continue;
+		}
 		if (rte_eth_stats_get(g->ports[i], &st) != 0) {
 			json_array_append_new(a, json_pack("{si ss sn}", "port", i, "spec",
 							   g->o.specs[i], "rx"));
@@ -1477,6 +1581,8 @@ static json_t *summary(const struct gen *g)
 	set_role_fields(r, g);
 	if (o->n_sink_specs > 0)
 		json_object_set_new(r, "fanout", fanout_json(g, measured));
+	if (g->n_raw > 0)
+		json_object_set_new(r, "backend_closed", json_boolean(g->raw_failed));
 	return r;
 }
 
@@ -1674,8 +1780,9 @@ static int open_ports(struct gen *g)
 		plan[n++] = (struct port_plan){ o->reflect_specs[i], "reflect", &g->reflect_ports[i],
 						port_rank(o->reflect_specs[i]) };
 	for (i = 0; i < o->n_ports; i++)
-		plan[n++] = (struct port_plan){ o->specs[i], "port", &g->ports[i],
-						port_rank(o->specs[i]) };
+		if (!vring_is_spec(o->specs[i]))      /* open_raw_ports() opens those */
+			plan[n++] = (struct port_plan){ o->specs[i], "port", &g->ports[i],
+							port_rank(o->specs[i]) };
 	for (i = 0; i < o->n_vnf_in; i++) {
 		plan[n++] = (struct port_plan){ o->vnf_in[i], "vnf-in", &g->vnf_ports[i][VNF_IN],
 						port_rank(o->vnf_in[i]) };
@@ -1689,6 +1796,39 @@ static int open_ports(struct gen *g)
 		for (i = 0; i < n; i++)
 			if (plan[i].rank == rank && open_port(g, &plan[i], i) != 0)
 				return -1;
+	return 0;
+}
+
+/*
+ * The virtio-raw --ports, after the ethdev ports (a vhost-user server of ours is then
+ * listening). Each gets port id GEN_RAW_PORT + k and a locally administered MAC of ours,
+ * 02:72:61:77:00:k ("raw"); its transmit buffers get their stream's frame in tx_setup().
+ */
+static int open_raw_ports(struct gen *g)
+{
+	const struct opts *o = &g->o;
+	uint8_t blank[VRING_MAX_FRAME] = { 0 };
+	char err[PORTSPEC_ERR_LEN];
+	struct vring_port *p;
+	unsigned int i;
+
+	for (i = 0; i < o->n_ports; i++) {
+		if (!vring_is_spec(o->specs[i]))
+			continue;
+		p = &g->raw[g->n_raw];
+		p->spec = o->specs[i];
+		if (vring_parse(p->spec, &p->cfg, err, sizeof(err)) != 0)
+			return -1;           /* checked already, with a message */
+		if (p->cfg.mac_given)
+			memcpy(p->mac, p->cfg.mac, 6);
+		else
+			memcpy(p->mac, (const uint8_t[6]){ 0x02, 0x72, 0x61, 0x77, 0,
+							   (uint8_t)g->n_raw }, 6);
+		if (vring_open(p, "port", o->ring_given ? o->ring : VRING_DEFAULT_SIZE, blank,
+			       (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN)) != 0)
+			return -1;
+		g->ports[i] = (uint16_t)(GEN_RAW_PORT + g->n_raw++);
+	}
 	return 0;
 }
 
@@ -1708,7 +1848,8 @@ static int setup(struct gen *g)
 		return -1;
 	}
 	g->rx_cache = rte_mempool_default_cache(g->pool, rte_lcore_id());
-	if (open_ports(g) != 0)
+	g->fixed_size = traffic_size(&g->o.traffic, 0);
+	if (open_ports(g) != 0 || open_raw_ports(g) != 0)
 		return -1;
 	for (i = 0; i < g->o.n_vnf_in; i++)
 		if (vnf_setup(&g->vnfs, i, g->vnf_ports[i][VNF_IN], g->vnf_ports[i][VNF_OUT],
@@ -1720,7 +1861,6 @@ static int setup(struct gen *g)
 			   g->o.traffic.n_sizes == 1;
 	g->flow_template = g->o.traffic.flows > 1 && g->o.traffic.hi == 0 &&
 			   g->o.traffic.n_sizes == 1;
-	g->fixed_size = traffic_size(&g->o.traffic, 0);
 	traffic_write_headers(&g->o.traffic, g->headers,
 			      (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN), 0);
 	return tx_setup(g, !any_ring_port(&g->o), pool_buf_size(&g->o));
@@ -1745,6 +1885,8 @@ static void teardown(void)
 
 static void close_port(uint16_t port)
 {
+	if (port >= GEN_RAW_PORT)    /* no ethdev: its socket closes at exit */
+		return;
 	rte_eth_dev_stop(port);
 	rte_eth_dev_close(port);
 }
@@ -1815,19 +1957,27 @@ static unsigned int announce_port(struct gen *g, uint16_t port)
 }
 
 /* Frees what arrives on every port for 100 ms (announcements a switch forwarded). */
-static uint64_t discard_arrivals(const struct gen *g)
+static uint64_t discard_arrivals(struct gen *g)
 {
 	struct rte_mbuf *m[GEN_BURST];
 	double until = now_s() + 0.1;
 	uint64_t n = 0;
 	uint16_t port, got;
+	unsigned int i;
 
-	while (now_s() < until)
+	while (now_s() < until) {
 		RTE_ETH_FOREACH_DEV(port) {
 			got = rx_burst_all(g, port, m, GEN_BURST);
 			rte_pktmbuf_free_bulk(m, got);
 			n += got;
 		}
+		for (i = 0; i < g->n_raw; i++) {
+			got = vring_rx_ready(&g->raw[i], GEN_BURST);
+			vring_rx_done(&g->raw[i], got);
+			g->raw[i].rx_packets -= got;    /* not the run's frames */
+			n += got;
+		}
+	}
 	return n;
 }
 
@@ -1840,10 +1990,21 @@ static uint64_t discard_arrivals(const struct gen *g)
  */
 static void announce(struct gen *g)
 {
+	uint8_t frame[60] = { 0 };
+	struct vring_port *p;
+	unsigned int i;
 	uint16_t port;
 
 	RTE_ETH_FOREACH_DEV(port)
 		g->announced += announce_port(g, port);
+	for (i = 0; i < g->n_raw; i++) {     /* the same frames from a virtio-raw port */
+		p = &g->raw[i];
+		memcpy(frame, p->mac, 6);
+		memcpy(frame + 6, p->mac, 6);
+		frame[12] = ANNOUNCE_ETHERTYPE >> 8;
+		frame[13] = ANNOUNCE_ETHERTYPE & 0xff;
+		g->announced += vring_send_aside(p, frame, sizeof(frame), ANNOUNCE_FRAMES);
+	}
 	g->announce_echoes = discard_arrivals(g);
 }
 
@@ -1977,5 +2138,5 @@ int main(int argc, char **argv)
 	if (g.alternating)
 		teardown_alternating(&g);
 	teardown();
-	finish(&g, 0);
+	finish(&g, g.raw_failed ? 1 : 0);
 }

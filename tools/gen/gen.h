@@ -20,6 +20,7 @@
 #include "portspec.h"
 #include "traffic.h"
 #include "vnf.h"
+#include "vring.h"
 
 #define GEN_MAX_PORTS 8
 #define GEN_MAX_SINK_PORTS 16      /* --sink-port: fan-out destinations */
@@ -33,6 +34,11 @@
 #define GEN_RING 1024
 #define SEEN_BITS 4096              /* how far back duplicates are recognised */
 #define L1_OVERHEAD LOAD_L1_OVERHEAD
+/*
+ * A virtio-raw port (vring.h) has no ethdev: it is known by GEN_RAW_PORT + its index in
+ * gen.raw[], a number above any ethdev port id, wherever the loop keeps port ids.
+ */
+#define GEN_RAW_PORT 0xf000
 
 enum role { ROLE_TXRX, ROLE_TX, ROLE_RX, ROLE_REFLECT, ROLE_PING };
 
@@ -105,6 +111,7 @@ struct sender {                  /* one generated stream: a port to send on */
 	struct rte_mempool *pool;
 	struct rte_mempool_cache *cache;
 	struct rte_mbuf *shared;     /* TX_FRAMES_REFCNT: the one frame, one reference ours */
+	struct vring_port *raw;      /* a virtio-raw port: sent on its rings, no mbufs */
 };
 
 struct sink {                    /* what arrived of one stream id */
@@ -128,6 +135,7 @@ struct gen {
 	unsigned int n_senders;
 	uint16_t sink_ports[GEN_MAX_PORTS];
 	uint8_t sink_stream[GEN_MAX_PORTS];   /* --check none: the stream a sink port counts */
+	struct vring_port *sink_raw[GEN_MAX_PORTS];   /* a virtio-raw sink port, else NULL */
 	unsigned int n_sink_ports;
 	uint16_t reflect_ports[GEN_MAX_PORTS];
 	uint16_t fanout_ports[GEN_MAX_SINK_PORTS];  /* --sink-port, in order */
@@ -158,6 +166,10 @@ struct gen {
 	uint8_t headers[TRAFFIC_HDR_LEN];
 	char server_paths[GEN_MAX_PLANS][PORTSPEC_MAX_LEN];   /* sockets our servers made */
 	unsigned int n_server_paths;
+	struct vring_port raw[GEN_MAX_PORTS];   /* virtio-raw ports, in --port order */
+	unsigned int n_raw;
+	bool raw_failed;             /* a virtio-raw backend went away during the run */
+	double next_raw_check;       /* CLOCK_MONOTONIC s: when to look at their sockets */
 	/* Measured frames per size, FCS included: last, as with 9018 B frames it is 72 KB
 	 * that should not sit between the fields every pass reads. */
 	uint64_t rx_by_size[TRAFFIC_MAX_FRAME + 1];
@@ -178,6 +190,12 @@ static inline uint16_t rx_burst_all(const struct gen *g, uint16_t port, struct r
 	for (q = 1; q <= g->extra_rxqs[port] && n < max; q++)
 		n += rte_eth_rx_burst(port, q, m + n, max - n);
 	return n;
+}
+
+/* The virtio-raw port behind port id PORT, or NULL for an ethdev. */
+static inline struct vring_port *gen_raw(struct gen *g, uint16_t port)
+{
+	return port >= GEN_RAW_PORT ? &g->raw[port - GEN_RAW_PORT] : NULL;
 }
 
 static inline bool in_measurement(const struct gen *g, uint64_t tsc)

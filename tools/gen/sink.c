@@ -55,16 +55,19 @@ static void track_sequence(struct sink *k, uint32_t seq32)
 	}
 }
 
-/* M's payload, or NULL (counted as foreign) when M is not one of our frames. */
-static const struct traffic_payload *our_payload(struct gen *g, const struct rte_mbuf *m)
+/*
+ * The payload of the frame at D whose first segment holds LEN bytes, or NULL (counted as
+ * foreign) when it is not one of our frames.
+ */
+static const struct traffic_payload *payload_at(struct gen *g, const uint8_t *d, uint32_t len)
 {
 	const struct traffic_payload *pl;
 
-	if (m->data_len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
+	if (len < TRAFFIC_HDR_LEN + sizeof(*pl)) {
 		g->foreign++;
 		return NULL;
 	}
-	pl = rte_pktmbuf_mtod_offset(m, const struct traffic_payload *, TRAFFIC_HDR_LEN);
+	pl = (const struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
 	if (pl->magic != TRAFFIC_MAGIC) {
 		g->foreign++;
 		return NULL;
@@ -72,33 +75,49 @@ static const struct traffic_payload *our_payload(struct gen *g, const struct rte
 	return pl;
 }
 
-/* One arrival of frame M (payload PL) at K: sequence, and in the interval bytes and latency. */
+/* M's payload, or NULL (counted as foreign) when M is not one of our frames. */
+static const struct traffic_payload *our_payload(struct gen *g, const struct rte_mbuf *m)
+{
+	return payload_at(g, rte_pktmbuf_mtod(m, const uint8_t *), m->data_len);
+}
+
+/*
+ * One arrival of a frame of LEN bytes without FCS (payload PL) at K: sequence, and in the
+ * interval bytes and latency.
+ */
 static void count_arrival(struct gen *g, struct sink *k, const struct traffic_payload *pl,
-			  const struct rte_mbuf *m, uint64_t now_tsc)
+			  uint32_t len, uint64_t now_tsc)
 {
 	k->rx_packets++;
 	if (g->o.check_seq)
 		track_sequence(k, pl->seq);
 	if (pl->flags & TRAFFIC_MEASURED) {
 		k->rx_measured++;
-		k->rx_bytes_measured += m->pkt_len + RTE_ETHER_CRC_LEN;
-		g->rx_by_size[RTE_MIN(m->pkt_len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
+		k->rx_bytes_measured += len + RTE_ETHER_CRC_LEN;
+		g->rx_by_size[RTE_MIN(len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)]++;
 		if (g->o.check_latency && now_tsc > pl->tsc)
 			hist_record(&g->latency, (uint64_t)((double)(now_tsc - pl->tsc) *
 							    g->ns_per_tsc));
 	}
 }
 
-static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
+/* The frame at D of LEN bytes (first segment DATA_LEN of them) arrived at NOW_TSC. */
+static void sink_frame_at(struct gen *g, const uint8_t *d, uint32_t data_len, uint32_t len,
+			  uint64_t now_tsc)
 {
-	const struct traffic_payload *pl = our_payload(g, m);
+	const struct traffic_payload *pl = payload_at(g, d, data_len);
 
 	if (pl == NULL)
 		return;
 	/* Latency is one-way when sender and sink share the host's TSC (same process or host). */
-	count_arrival(g, &g->sinks[pl->stream], pl, m, now_tsc);
+	count_arrival(g, &g->sinks[pl->stream], pl, len, now_tsc);
 	if (g->alternating)
 		alt_count(&g->alt, pl->stream, pl->tsc);
+}
+
+static void sink_frame(struct gen *g, struct rte_mbuf *m, uint64_t now_tsc)
+{
+	sink_frame_at(g, rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, m->pkt_len, now_tsc);
 }
 
 /* --touch: every byte of every segment read into the checksum, as an application would. */
@@ -188,12 +207,72 @@ static void prefetch_payloads(struct rte_mbuf **m, uint16_t n)
 		rte_prefetch0(rte_pktmbuf_mtod_offset(m[i], void *, TRAFFIC_HDR_LEN));
 }
 
+/*
+ * --check none on a virtio-raw port: the N ready frames counted for K from their used
+ * entries' lengths, without reading the frames.
+ */
+static void raw_count_burst(struct gen *g, struct sink *k, const struct vring_port *p,
+			    uint16_t n, uint64_t now_tsc)
+{
+	uint32_t len, first = vring_rx_len(p, 0) + RTE_ETHER_CRC_LEN;
+	uint64_t bytes = 0;
+	bool same = true;
+	uint16_t i;
+
+	k->rx_packets += n;
+	if (!in_measurement(g, now_tsc))
+		return;
+	for (i = 0; i < n; i++) {
+		len = vring_rx_len(p, i) + RTE_ETHER_CRC_LEN;
+		bytes += len;
+		same &= len == first;
+	}
+	if (same)
+		g->rx_by_size[RTE_MIN(first, (uint32_t)TRAFFIC_MAX_FRAME)] += n;
+	for (i = 0; !same && i < n; i++)
+		g->rx_by_size[RTE_MIN(vring_rx_len(p, i) + RTE_ETHER_CRC_LEN,
+				      (uint32_t)TRAFFIC_MAX_FRAME)]++;
+	k->rx_measured += n;
+	k->rx_bytes_measured += bytes;
+}
+
+/*
+ * A virtio-raw sink port's burst: the used entries the device wrote, the frames read only
+ * where a check needs their stamps, and the buffers posted again with one index store.
+ */
+static uint16_t sink_raw_burst(struct gen *g, unsigned int index, struct vring_port *p,
+			       uint64_t pass_tsc)
+{
+	uint16_t n = vring_rx_ready(p, g->o.rx_burst), i;
+	uint64_t tsc;
+
+	if (n == 0)
+		return 0;
+	tsc = arrival_tsc(g, pass_tsc);
+	if (!gen_stamped(&g->o)) {
+		raw_count_burst(g, &g->sinks[g->sink_stream[index]], p, n, tsc);
+	} else {
+		for (i = 0; i < n; i++)
+			rte_prefetch0(vring_rx_frame(p, i) + TRAFFIC_HDR_LEN);
+		for (i = 0; i < n; i++) {
+			uint32_t len = vring_rx_len(p, i);
+
+			sink_frame_at(g, vring_rx_frame(p, i), len, len, tsc);
+		}
+	}
+	vring_rx_done(p, n);
+	return n;
+}
+
 uint16_t sink_burst(struct gen *g, unsigned int index, uint64_t pass_tsc)
 {
 	struct rte_mbuf *m[GEN_MAX_BURST];
-	uint16_t n = rx_burst_all(g, g->sink_ports[index], m, g->o.rx_burst), i;
+	uint16_t n, i;
 	uint64_t tsc;
 
+	if (g->sink_raw[index] != NULL)
+		return sink_raw_burst(g, index, g->sink_raw[index], pass_tsc);
+	n = rx_burst_all(g, g->sink_ports[index], m, g->o.rx_burst);
 	if (n == 0)
 		return 0;
 	tsc = arrival_tsc(g, pass_tsc);
@@ -240,7 +319,7 @@ uint16_t sink_fanout_burst(struct gen *g, unsigned int sink, uint64_t pass_tsc)
 		if (pl->stream != 0)
 			g->foreign++;
 		else
-			count_arrival(g, &g->fanout[sink], pl, m[i], tsc);
+			count_arrival(g, &g->fanout[sink], pl, m[i]->pkt_len, tsc);
 	}
 	free_received(g, m, n);
 	return n;
@@ -261,6 +340,12 @@ void sink_drain_senders(struct gen *g)
 	    (g->o.n_ports < 2 && g->o.n_sink_specs == 0))
 		return;
 	for (i = 0; i < g->n_senders; i++) {
+		if (g->senders[i].raw != NULL) {
+			n = vring_rx_ready(g->senders[i].raw, GEN_BURST);
+			vring_rx_done(g->senders[i].raw, n);
+			g->stray += n;
+			continue;
+		}
 		n = rx_burst_all(g, g->senders[i].tx, m, GEN_BURST);
 		if (n > 0)
 			rte_pktmbuf_free_bulk(m, n);

@@ -208,11 +208,82 @@ static uint16_t transmit(const struct gen *g, struct sender *s, uint8_t flags)
 	return sent;
 }
 
+_Static_assert(VRING_PAYLOAD_OFF == VRING_BUF_SKEW + VRING_HDR_LEN + TRAFFIC_HDR_LEN &&
+	       VRING_PAYLOAD_OFF % 64 == 0, "a virtio-raw frame's stamp starts a cache line");
+
+/*
+ * A virtio-raw stream (vring.h): its frames sit built in the port's transmit buffers, so a
+ * burst writes only what varies (the flow's fields, the stamp) into the buffers it posts.
+ * S->head..S->n counts the frames still owed, as the mbuf path's pending slots do: a
+ * closed loop offers them again on the next pass, an open loop counts them not accepted.
+ */
+static uint16_t raw_transmit(const struct gen *g, struct sender *s, uint64_t tsc, uint8_t flags)
+{
+	uint16_t tried = (uint16_t)(s->n - s->head), room = vring_tx_room(s->raw), i;
+	uint16_t sent = tried < room ? tried : room;
+	uint32_t flows = g->o.traffic.flows, flow = 0, port_flow = 0;
+	bool stamp = gen_stamped(&g->o);
+	uint64_t seq = s->next_seq;
+
+	if (g->flow_template) {
+		flow = (uint32_t)(seq % flows);
+		port_flow = flow % TRAFFIC_PORT_FLOWS;
+	}
+	for (i = 0; (stamp || g->flow_template) && i < sent; i++) {
+		uint8_t *d = vring_tx_frame(s->raw, i);
+		struct traffic_payload *pl = (struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
+
+		if (g->flow_template) {
+			traffic_set_flow(&g->o.traffic, d, flow, port_flow);
+			if (s->set_addrs && g->o.traffic.vary_mac)
+				vnf_rewrite(d, s->addrs);
+			if (++flow == flows)
+				flow = port_flow = 0;
+			else if (++port_flow == TRAFFIC_PORT_FLOWS)
+				port_flow = 0;
+		}
+		if (stamp) {
+			/* The whole payload in one 16-byte store (it starts a line: vring.h). */
+			struct traffic_payload v = { .magic = TRAFFIC_MAGIC, .stream = s->id,
+				.flags = flags, .seq = (uint32_t)(seq + i), .tsc = tsc };
+
+			memcpy(pl, &v, sizeof(v));
+		}
+	}
+	vring_tx_post(s->raw, sent);
+	load_tally_burst(&s->all, g->o.load, tried, sent, (uint64_t)sent * g->fixed_size);
+	if (flags)
+		load_tally_burst(&s->measured, g->o.load, tried, sent,
+				 (uint64_t)sent * g->fixed_size);
+	s->next_seq += sent;
+	s->head = (uint16_t)(s->head + sent);
+	if (g->o.load == LOAD_OPEN || s->head == s->n)
+		s->head = s->n = 0;
+	return sent;
+}
+
+static uint16_t raw_send_burst(struct gen *g, struct sender *s, uint64_t tsc)
+{
+	uint8_t flags = in_measurement(g, tsc) ? TRAFFIC_MEASURED : 0;
+
+	if (tsc >= g->t_stop)
+		return 0;
+	if (s->n == s->head) {
+		if (!burst_due(g, s, tsc))
+			return 0;
+		s->head = 0;
+		s->n = g->o.burst;
+	}
+	return raw_transmit(g, s, tsc, flags);
+}
+
 /* One pass's sending on S: a closed loop's leftovers first, else a new burst when due. */
 uint16_t tx_send_burst(struct gen *g, struct sender *s, uint64_t tsc)
 {
 	uint8_t flags = in_measurement(g, tsc) ? TRAFFIC_MEASURED : 0;
 
+	if (s->raw != NULL)
+		return raw_send_burst(g, s, tsc);
 	/* The loop reads the clock only now and then; no frame leaves after --duration. */
 	if (tsc >= g->t_stop)
 		return 0;
@@ -229,7 +300,7 @@ uint16_t tx_send_burst(struct gen *g, struct sender *s, uint64_t tsc)
 /* Frames a closed loop still held when sending stopped: never sent, so never counted. */
 void tx_drop_pending(struct sender *s)
 {
-	if (s->n > s->head)
+	if (s->n > s->head && s->raw == NULL)
 		rte_pktmbuf_free_bulk(&s->pending[s->head], s->n - s->head);
 	s->head = s->n = 0;
 }
@@ -264,11 +335,10 @@ static unsigned int tx_pool_size(const struct opts *o)
 	return 2u * o->ring + 2u * GEN_MAX_BURST + 1024;
 }
 
-/* A buffer holding S's frame: headers, MACs, payload (stamps zero), lengths. */
-static void build_frame(const struct gen *g, const struct sender *s, struct rte_mbuf *m)
+/* S's frame at D: headers, MACs, payload (stamps zero); its length without FCS. */
+static uint16_t write_frame(const struct gen *g, const struct sender *s, uint8_t *d)
 {
 	uint16_t len = (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN);
-	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 	struct traffic_payload *pl = (struct traffic_payload *)(d + TRAFFIC_HDR_LEN);
 
 	memset(d, 0, len);
@@ -276,8 +346,34 @@ static void build_frame(const struct gen *g, const struct sender *s, struct rte_
 	if (s->set_addrs)
 		vnf_rewrite(d, s->addrs);
 	*pl = (struct traffic_payload){ .magic = TRAFFIC_MAGIC, .stream = s->id };
+	return len;
+}
+
+/* A buffer holding S's frame: headers, MACs, payload (stamps zero), lengths. */
+static void build_frame(const struct gen *g, const struct sender *s, struct rte_mbuf *m)
+{
+	uint16_t len = write_frame(g, s, rte_pktmbuf_mtod(m, uint8_t *));
+
 	m->data_len = len;
 	m->pkt_len = len;
+}
+
+/* A virtio-raw stream: its frame in every transmit buffer of its port. */
+static int raw_frames(struct gen *g, struct sender *s, enum tx_frames f)
+{
+	uint8_t frame[VRING_MAX_FRAME];
+
+	if (f != TX_FRAMES_PREBUILT) {
+		fprintf(stderr, "sluice-gen: --tx-frames %s: a " VRING_KIND " port's frames are "
+			"always prebuilt in its own buffers\n", tx_frames_names[f]);
+		return -1;
+	}
+	write_frame(g, s, frame);
+	vring_set_frame(s->raw, frame);
+	/* Stamped: a burst's buffers kept back, their lines fetched ahead (vring.h). */
+	if (gen_stamped(&g->o))
+		s->raw->tx_reserve = RTE_MIN(g->o.burst, (uint16_t)(s->raw->tx.size / 4));
+	return 0;
 }
 
 /*
@@ -350,7 +446,10 @@ int tx_setup(struct gen *g, bool copying_ports, uint16_t buf_size)
 	}
 	g->o.tx_frames = f;
 	for (i = 0; i < g->n_senders; i++)
-		if ((f == TX_FRAMES_PREBUILT && build_pool(g, &g->senders[i], buf_size) != 0) ||
+		if (g->senders[i].raw != NULL) {
+			if (raw_frames(g, &g->senders[i], f) != 0)
+				return -1;
+		} else if ((f == TX_FRAMES_PREBUILT && build_pool(g, &g->senders[i], buf_size) != 0) ||
 		    (f == TX_FRAMES_REFCNT && share_frame(g, &g->senders[i]) != 0))
 			return -1;
 	return 0;

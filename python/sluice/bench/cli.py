@@ -223,6 +223,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen", type=Path, default=None,
                    help="the sluice-gen to use (default build/tools/gen/sluice-gen); "
                         "loopback needs one with --vnf-in")
+    p.add_argument("--gen-driver", choices=("virtio-user", "virtio-raw"),
+                   default="virtio-user",
+                   help="the generator's end of each vhost-user link: DPDK's virtio-user "
+                        "(default) or sluice-gen's own virtio driver, virtio-raw, which "
+                        "leaves it more headroom (docs/gen.md, 'VIRTIO-RAW PORTS'; one frame "
+                        "size up to 1518 B; a switch whose vhost-user ports are clients, as "
+                        "OVS-DPDK's, keeps virtio-user)")
     p.add_argument("--placement-monitor", type=Path, default=None,
                    help="the vCPU-placement monitor (default bin/sluice-placement; rows are "
                         "'unlabelled' without one)")
@@ -677,11 +684,14 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
 
 
 def switch_options(args: argparse.Namespace) -> dict[str, str]:
-    """The options adapters read from Context.extra (vpp_prefix; the ACL of --rules)."""
+    """The options adapters read from Context.extra (vpp_prefix; the ACL of --rules; the
+    generator's vhost-user driver, gen_vhost)."""
     prefix = getattr(args, "vpp_prefix", None)
     out = {"vpp_prefix": str(prefix.resolve())} if prefix else {}
     if getattr(args, "rules", None) is not None:
         out["rules"] = str(args.rules)
+    if getattr(args, "gen_driver", "virtio-user") != "virtio-user":
+        out["gen_vhost"] = args.gen_driver
     from sluice.bench import rules
     if getattr(args, "rule_masks", rules.DEFAULT_MASKS) != rules.DEFAULT_MASKS:
         out["rule_masks"] = str(args.rule_masks)
