@@ -1,5 +1,6 @@
 """sluice-gen's virtio-raw ports (docs/gen.md, "virtio-raw ports"): its own virtio-net driver
-on a switch's vhost-user server socket. Every frame is accounted for against the switch's
+on a switch's vhost-user server socket, or with server=1 on a socket of its own that the
+switch's vhost-user client port connects to. Every frame is accounted for against the switch's
 own counters, the checks still find each frame once and in order, and a backend that is
 missing or goes away ends the run with a clear message instead of a hang."""
 
@@ -243,6 +244,80 @@ def test_silent_backend_times_out(workdir: Path) -> None:
     assert r.returncode == 1 and "no answer in 5 s" in r.stderr, r.stderr
 
 
+def stale_socket(path: Path) -> None:
+    """A socket file nobody listens on, as a process that died leaves behind."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.close()
+
+
+def test_server_for_a_vhost_user_client_port(daemon: Daemon, workdir: Path) -> None:
+    """virtio-raw server=1 on the socket of a sluiced vhost-user client port (which
+    connects to it, as OVS-DPDK's dpdkvhostuserclient ports do) beside a virtio-raw client
+    on a server port, through patch: every frame counted on both sides, both ways. A stale
+    socket file at the server's path is replaced; the server's file is gone once the
+    backend is connected."""
+    qin, qout = workdir / "cin.sock", workdir / "cout.sock"
+    stale_socket(qin)
+    daemon.call("add-switch", name="br0")
+    daemon.call("add-port", switch="br0", name="in", spec=f"vhost-user:client,path={qin}")
+    daemon.call("add-port", switch="br0", name="out", spec=f"vhost-user:server,path={qout}")
+    daemon.call("patch", switch="br0", port1="in", port2="out")
+    res, r = run_gen(workdir, ["--port", f"{raw(qin)},server=1", "--port", raw(qout),
+                               "--bidir", "--rate", "200k", "--duration", "2",
+                               "--warmup", "0.5"])
+    assert "waiting up to 30 s for a vhost-user backend" in r.stderr, r.stderr
+    stats = daemon.port_stats("br0")
+    tx, rx = port_totals(res)
+    assert_accounting(stats)
+    assert stats["in"]["rx_packets"] == tx[0] > 300_000 and stats["out"]["tx_packets"] == rx[1]
+    assert stats["out"]["rx_packets"] == tx[1] > 300_000 and stats["in"]["tx_packets"] == rx[0]
+    assert tx == [rx[1], rx[0]], (tx, rx, stats)
+    assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0
+    assert res["duplicated"] == 0 and res["reordered"] == 0
+    assert res["backend_closed"] is False
+    assert not qin.exists()
+
+
+def test_server_without_a_backend_times_out(workdir: Path) -> None:
+    """Nobody connects: the wait ends after accept_timeout with a message naming the
+    socket, exit 1, and the socket file is removed."""
+    path = workdir / "lonely.sock"
+    start = time.monotonic()
+    r = subprocess.run(gen_cmd(["--port", f"{raw(path)},server=1,accept_timeout=2",
+                                "--role", "tx", "--duration", "1"]),
+                       capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 15
+    assert r.returncode == 1, r.stderr
+    assert f"no vhost-user backend connected to {path} in 2 s" in r.stderr, r.stderr
+    assert not path.exists()
+
+
+def test_server_refuses_a_regular_file(workdir: Path) -> None:
+    path = workdir / "notasocket"
+    path.write_text("keep me\n")
+    r = subprocess.run(gen_cmd(["--port", f"{raw(path)},server=1", "--role", "tx",
+                                "--duration", "1"]), capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert f"{path} exists and is not a socket" in r.stderr, r.stderr
+    assert path.read_text() == "keep me\n"
+
+
+def test_server_refuses_a_socket_in_use(workdir: Path) -> None:
+    path = workdir / "busy.sock"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(4)
+    try:
+        r = subprocess.run(gen_cmd(["--port", f"{raw(path)},server=1", "--role", "tx",
+                                    "--duration", "1"]), capture_output=True, text=True,
+                           timeout=30)
+    finally:
+        srv.close()
+    assert r.returncode == 1 and "in use by another process" in r.stderr, r.stderr
+    assert path.exists()
+
+
 @pytest.mark.parametrize("args,what,code", [
     (["--role", "reflect"], "--role", 2),
     (["--role", "ping"], "--role", 2),
@@ -265,6 +340,10 @@ def test_refused_options(workdir: Path, args: list[str], what: str, code: int) -
     ("virtio-raw:path=/tmp/x.sock,queue_size=100", "power of two"),
     ("virtio-raw:path=/tmp/x.sock,mrg_rxbuf=1", "unknown key"),
     ("virtio-raw:path=/tmp/x.sock,mac=01:00:00:00:00:01", "unicast MAC"),
+    ("virtio-raw:path=/tmp/x.sock,server=2", "server= takes 1 or 0"),
+    ("virtio-raw:path=/tmp/x.sock,role=both", "server= takes 1 or 0"),
+    ("virtio-raw:path=/tmp/x.sock,accept_timeout=5", "for server=1 ports"),
+    ("virtio-raw:path=/tmp/x.sock,server=1,accept_timeout=0", "from 1 to 3600"),
 ])
 def test_bad_specs(spec: str, what: str) -> None:
     r = subprocess.run([str(GEN), "--port", spec, "--duration", "0.2"], capture_output=True,

@@ -1,11 +1,12 @@
 """sluice-bench --gen-driver: the generator's end of a vhost-user link is sluice-gen's own
-virtio-raw driver where the switch's port is a server, virtio-user where it is a client."""
+virtio-raw driver with --gen-driver virtio-raw, DPDK's virtio-user by default; where the
+switch's port is a vhost-user client (OVS-DPDK), the generator's end is the server."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sluice.bench import cli
+from sluice.bench import cli, gen
 from sluice.bench.scenarios import parse, topology
 from sluice.bench.switches import ADAPTERS, Context
 
@@ -20,7 +21,7 @@ def test_default_keeps_virtio_user() -> None:
     assert options("--gen-driver", "virtio-user") == {}
 
 
-def test_virtio_raw_for_vhost_servers_only(tmp_path: Path) -> None:
+def test_virtio_raw_for_every_vhost_switch(tmp_path: Path) -> None:
     opts = options("--gen-driver", "virtio-raw")
     assert opts == {"gen_vhost": "virtio-raw"}
     topo = topology(parse("v2v", "memif", "uni"), tmp_path, "t")
@@ -29,6 +30,34 @@ def test_virtio_raw_for_vhost_servers_only(tmp_path: Path) -> None:
     assert link.kind == "vhost"
     assert ADAPTERS["testpmd"](ctx, "io").gen_spec(link) == f"virtio-raw:path={link.path}"
     assert ADAPTERS["sluice"](ctx, "patch").gen_spec(link) == f"virtio-raw:path={link.path}"
-    # OVS-DPDK's vhost-user ports are clients: the generator's end must be the server.
-    assert ADAPTERS["ovs-dpdk"](ctx, "normal").gen_spec(link) == \
+    # OVS-DPDK's vhost-user ports are clients: the generator's end is the server.
+    for mode in ("normal", "flows"):
+        assert ADAPTERS["ovs-dpdk"](ctx, mode).gen_spec(link) == \
+            f"virtio-raw:path={link.path},server=1"
+
+
+def test_default_driver_per_role(tmp_path: Path) -> None:
+    """Without --gen-driver: virtio-user, the server where the switch is the client."""
+    topo = topology(parse("v2v", "memif", "uni"), tmp_path, "t")
+    ctx = Context(work=tmp_path, tag="t", switch_cpu=1, ctl_cpu=0, repo=tmp_path, extra={})
+    link = topo.links[0]
+    assert ADAPTERS["sluice"](ctx, "patch").gen_spec(link) == f"virtio-user:path={link.path}"
+    assert ADAPTERS["ovs-dpdk"](ctx, "flows").gen_spec(link) == \
         f"virtio-user:path={link.path},server=1"
+
+
+def test_virtio_raw_in_an_alternation_with_ovs(tmp_path: Path) -> None:
+    """sluice:flow against ovs-dpdk:flows: one generator, sluice's ends virtio-raw clients,
+    OVS's virtio-raw servers, all as --port."""
+    opts = options("--gen-driver", "virtio-raw")
+    topo = topology(parse("v2v", "memif", "uni"), tmp_path, "t")
+    ctx = Context(work=tmp_path, tag="t", switch_cpu=1, ctl_cpu=0, repo=tmp_path, extra=opts)
+    specs = []
+    for name, mode in (("sluice", "flow"), ("ovs-dpdk", "flows")):
+        sw = ADAPTERS[name](ctx, mode)
+        sw.topology = topo
+        args = gen.port_args(sw).args
+        assert args[::2] == ["--port"] * (len(args) // 2)
+        specs += args[1::2]
+    assert all(s.startswith("virtio-raw:path=") for s in specs)
+    assert [s.endswith(",server=1") for s in specs] == [False, False, True, True]

@@ -106,7 +106,9 @@ static void usage(FILE *f)
 "                     or virtio-raw:path=SOCKET[,queue_size=N][,mac=MAC]: sluice-gen's own\n"
 "                     virtio driver on a switch's vhost-user server socket, without\n"
 "                     DPDK's driver or mbufs on its data path; roles txrx, tx and rx,\n"
-"                     one --size up to 1518, not --touch (docs/gen.md)\n"
+"                     one --size up to 1518, not --touch (docs/gen.md); with server=1\n"
+"                     [,accept_timeout=S] it makes SOCKET and waits (30 s by default)\n"
+"                     for a switch's vhost-user client port to connect\n"
 "  --role ROLE        txrx (default): port 0 sends to port 1, 2 to 3, ...; one port: sends\n"
 "                     and receives on it (round trip through a reflector)\n"
 "                     tx: every port sends; rx: every port receives;\n"
@@ -668,7 +670,9 @@ struct port_plan {
  * The order ports are opened in, so both ends of a link may live in this process. Servers
  * that only listen (memif, vhost-user server) go first, then the clients that connect to
  * them, here or in a switch. Last come virtio-user servers (server=1): their probe blocks in
- * accept() until the client, a switch's vhost-user client port, connects.
+ * accept() until the client, a switch's vhost-user client port, connects. virtio-raw ports
+ * are not ranked here: a virtio-raw server listens before rank 0 and accepts after rank 2
+ * (prepare_raw_ports(), open_raw_ports()).
  */
 static int port_rank(const char *spec)
 {
@@ -1800,14 +1804,15 @@ static int open_ports(struct gen *g)
 }
 
 /*
- * The virtio-raw --ports, after the ethdev ports (a vhost-user server of ours is then
- * listening). Each gets port id GEN_RAW_PORT + k and a locally administered MAC of ours,
- * 02:72:61:77:00:k ("raw"); its transmit buffers get their stream's frame in tx_setup().
+ * The virtio-raw --ports, before any port opens: each gets port id GEN_RAW_PORT + k and a
+ * locally administered MAC of ours, 02:72:61:77:00:k ("raw") (its transmit buffers get
+ * their stream's frame in tx_setup()), and a server (server=1) creates its socket and
+ * listens now, with the other listening servers (port_rank()'s rank 0), so a client of
+ * ours or a switch's may connect before open_raw_ports() accepts.
  */
-static int open_raw_ports(struct gen *g)
+static int prepare_raw_ports(struct gen *g)
 {
 	const struct opts *o = &g->o;
-	uint8_t blank[VRING_MAX_FRAME] = { 0 };
 	char err[PORTSPEC_ERR_LEN];
 	struct vring_port *p;
 	unsigned int i;
@@ -1824,11 +1829,34 @@ static int open_raw_ports(struct gen *g)
 		else
 			memcpy(p->mac, (const uint8_t[6]){ 0x02, 0x72, 0x61, 0x77, 0,
 							   (uint8_t)g->n_raw }, 6);
-		if (vring_open(p, "port", o->ring_given ? o->ring : VRING_DEFAULT_SIZE, blank,
-			       (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN)) != 0)
-			return -1;
 		g->ports[i] = (uint16_t)(GEN_RAW_PORT + g->n_raw++);
+		if (p->cfg.server && vring_listen(p, "port") != 0)
+			return -1;
 	}
+	return 0;
+}
+
+/*
+ * The virtio-raw --ports' handshakes, after the ethdev ports: first the clients (a
+ * vhost-user server of ours is listening by then), then the servers, which wait for their
+ * backend to connect as virtio-user servers (rank 2) do: last, so whatever connects to
+ * them, a switch's vhost-user client port or one of ours (which retries each second), has
+ * been started.
+ */
+static int open_raw_ports(struct gen *g)
+{
+	uint8_t blank[VRING_MAX_FRAME] = { 0 };
+	const struct opts *o = &g->o;
+	unsigned int k;
+	int server;
+
+	for (server = 0; server <= 1; server++)
+		for (k = 0; k < g->n_raw; k++)
+			if (g->raw[k].cfg.server == (server == 1) &&
+			    vring_open(&g->raw[k], "port", o->ring_given ? o->ring :
+				       VRING_DEFAULT_SIZE, blank,
+				       (uint16_t)(g->fixed_size - RTE_ETHER_CRC_LEN)) != 0)
+				return -1;
 	return 0;
 }
 
@@ -1849,7 +1877,7 @@ static int setup(struct gen *g)
 	}
 	g->rx_cache = rte_mempool_default_cache(g->pool, rte_lcore_id());
 	g->fixed_size = traffic_size(&g->o.traffic, 0);
-	if (open_ports(g) != 0 || open_raw_ports(g) != 0)
+	if (prepare_raw_ports(g) != 0 || open_ports(g) != 0 || open_raw_ports(g) != 0)
 		return -1;
 	for (i = 0; i < g->o.n_vnf_in; i++)
 		if (vnf_setup(&g->vnfs, i, g->vnf_ports[i][VNF_IN], g->vnf_ports[i][VNF_OUT],
@@ -2017,7 +2045,7 @@ static void announce(struct gen *g)
  * the kernel closes every descriptor, peers see the disconnect, and with --in-memory no
  * hugepage file outlives the process; only the socket files need removing.
  */
-static void remove_server_sockets(const struct gen *g)
+static void remove_server_sockets(struct gen *g)
 {
 	unsigned int i;
 
@@ -2025,6 +2053,8 @@ static void remove_server_sockets(const struct gen *g)
 		if (unlink(g->server_paths[i]) != 0 && errno != ENOENT)
 			fprintf(stderr, "sluice-gen: cannot remove %s: %s\n", g->server_paths[i],
 				strerror(errno));
+	for (i = 0; i < g->n_raw; i++)   /* virtio-raw servers still waiting for a backend */
+		vring_unlisten(&g->raw[i]);
 }
 
 /* Kinds whose link is up only when the peer (a switch, or a port of ours) is connected. */

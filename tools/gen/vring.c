@@ -21,6 +21,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -112,8 +113,27 @@ static int parse_item(const char *key, const char *val, struct vring_spec *out, 
 		out->mac_given = true;
 		return 0;
 	}
-	snprintf(err, len, VRING_KIND ": unknown key '%s' (it takes path=, queue_size= and "
-		 "mac=)", key);
+	if (strcmp(key, "server") == 0 || strcmp(key, "role") == 0) {
+		bool is_server = strcmp(key, "server") == 0 ? strcmp(val, "1") == 0 :
+				 strcmp(val, "server") == 0;
+
+		if (strcmp(key, "server") == 0 ? !is_server && strcmp(val, "0") != 0 :
+		    !is_server && strcmp(val, "client") != 0)
+			return spec_fail(err, len, VRING_KIND ": server= takes 1 or 0, role= "
+					 "server or client");
+		out->server = is_server;
+		return 0;
+	}
+	if (strcmp(key, "accept_timeout") == 0) {
+		n = strtoul(val, &end, 10);
+		if (end == val || *end != '\0' || n < 1 || n > VRING_ACCEPT_TIMEOUT_MAX)
+			return spec_fail(err, len, VRING_KIND ": accept_timeout= must be a number of "
+					 "seconds from 1 to 3600");
+		out->accept_timeout = (unsigned int)n;
+		return 0;
+	}
+	snprintf(err, len, VRING_KIND ": unknown key '%s' (it takes path=, server=, "
+		 "accept_timeout=, queue_size= and mac=)", key);
 	return -1;
 }
 
@@ -130,16 +150,25 @@ int vring_parse(const char *spec, struct vring_spec *out, char *err, size_t len)
 	for (tok = strtok_r(buf[0] == ':' ? buf + 1 : buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		eq = strchr(tok, '=');
+		/* A bare "server" or "client" is role='s shorthand, as in the other specs. */
+		if (eq == NULL && (strcmp(tok, "server") == 0 || strcmp(tok, "client") == 0)) {
+			out->server = tok[0] == 's';
+			continue;
+		}
 		if (eq == NULL)
 			return spec_fail(err, len, VRING_KIND ": give key=value items "
-					 "(path=SOCKET[,queue_size=N])");
+					 "(path=SOCKET[,server=1][,queue_size=N])");
 		*eq = '\0';
 		if (parse_item(tok, eq + 1, out, err, len) != 0)
 			return -1;
 	}
 	if (out->path[0] == '\0')
 		return spec_fail(err, len, VRING_KIND ": path= is required (the vhost-user "
-				 "server socket to connect to)");
+				 "socket: the switch's server socket, or with server=1 ours)");
+	if (out->accept_timeout != 0 && !out->server)
+		return spec_fail(err, len, VRING_KIND ": accept_timeout= is for server=1 ports");
+	if (out->server && out->accept_timeout == 0)
+		out->accept_timeout = VRING_ACCEPT_TIMEOUT_S;
 	return 0;
 }
 
@@ -402,7 +431,6 @@ static int setup_queue(struct vring_port *p, uint32_t index, struct vr_queue *q)
 static int connect_backend(struct vring_port *p, const char *opt)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct timeval tv = { HANDSHAKE_TIMEOUT_S, 0 };
 	char why[PEER_WHY_LEN];
 
 	memcpy(sun.sun_path, p->cfg.path, strlen(p->cfg.path) + 1);
@@ -415,9 +443,113 @@ static int connect_backend(struct vring_port *p, const char *opt)
 			"%s\n", opt, p->spec, p->cfg.path, why);
 		return -1;
 	}
-	/* The handshake never waits for ever on a backend that does not answer. */
+	return 0;
+}
+
+/* The handshake never waits for ever on a backend that does not answer. */
+static void set_handshake_timeouts(struct vring_port *p)
+{
+	struct timeval tv = { HANDSHAKE_TIMEOUT_S, 0 };
+
 	setsockopt(p->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(p->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/*
+ * Server ports. A socket file left behind by a process that died makes bind() fail: it is
+ * removed when nothing answers on it (as sluiced's server ports do); a socket that answers
+ * is another process's, and any other kind of file is not ours to remove.
+ */
+static int clear_stale_socket(const struct vring_port *p, const char *opt)
+{
+	struct stat st;
+	char why[PEER_WHY_LEN];
+
+	if (lstat(p->cfg.path, &st) != 0)
+		return errno == ENOENT ? 0 : sock_fail(p, opt, p->cfg.path, strerror(errno));
+	if (!S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "sluice-gen: --%s %s: %s exists and is not a socket: not "
+			"removing it\n", opt, p->spec, p->cfg.path);
+		return -1;
+	}
+	/* peer_diagnose() false: something accepted a connection on it, so it is in use. */
+	if (!peer_diagnose(p->cfg.path, false, why, sizeof(why))) {
+		fprintf(stderr, "sluice-gen: --%s %s: socket %s is in use by another process\n",
+			opt, p->spec, p->cfg.path);
+		return -1;
+	}
+	if (unlink(p->cfg.path) != 0 && errno != ENOENT)
+		return sock_fail(p, opt, "removing the stale socket", strerror(errno));
+	return 0;
+}
+
+int vring_listen(struct vring_port *p, const char *opt)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	p->listening = false;
+	if (clear_stale_socket(p, opt) != 0)
+		return -1;
+	memcpy(sun.sun_path, p->cfg.path, strlen(p->cfg.path) + 1);
+	p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (p->listen_fd < 0)
+		return sock_fail(p, opt, "socket", strerror(errno));
+	if (bind(p->listen_fd, (const struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		sock_fail(p, opt, "cannot create the socket", strerror(errno));
+		close(p->listen_fd);
+		return -1;
+	}
+	p->listening = true;
+	if (listen(p->listen_fd, 1) != 0) {
+		sock_fail(p, opt, "listen", strerror(errno));
+		vring_unlisten(p);
+		return -1;
+	}
+	return 0;
+}
+
+void vring_unlisten(struct vring_port *p)
+{
+	if (!p->listening)
+		return;
+	p->listening = false;
+	close(p->listen_fd);
+	if (unlink(p->cfg.path) != 0 && errno != ENOENT)
+		fprintf(stderr, "sluice-gen: cannot remove %s: %s\n", p->cfg.path,
+			strerror(errno));
+}
+
+/*
+ * Waits (up to accept_timeout s) for the backend, a switch's vhost-user client port, to
+ * connect. Then the socket is closed and its file removed: one backend a port, and a
+ * backend that goes away ends the run (it is not waited for again).
+ */
+static int accept_backend(struct vring_port *p, const char *opt)
+{
+	struct pollfd pfd = { .fd = p->listen_fd, .events = POLLIN };
+	int rc;
+
+	if (!p->listening)
+		return sock_fail(p, opt, "accept", "not listening (vring_listen() first)");
+	fprintf(stderr, "sluice-gen: --%s %s: waiting up to %u s for a vhost-user backend to "
+		"connect to %s\n", opt, p->spec, p->cfg.accept_timeout, p->cfg.path);
+	/* EINTR: one of our signal handlers ran (SIGINT, SIGTERM, ...): give up, as asked. */
+	rc = poll(&pfd, 1, (int)p->cfg.accept_timeout * 1000);
+	if (rc <= 0) {
+		if (rc == 0)
+			fprintf(stderr, "sluice-gen: --%s %s: no vhost-user backend connected to %s "
+				"in %u s (is the switch running, with a vhost-user client port on "
+				"this socket?)\n", opt, p->spec, p->cfg.path, p->cfg.accept_timeout);
+		else
+			sock_fail(p, opt, "waiting for the backend", errno == EINTR ?
+				  "interrupted" : strerror(errno));
+		vring_unlisten(p);
+		return -1;
+	}
+	p->sock = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	vring_unlisten(p);
+	if (p->sock < 0)
+		return sock_fail(p, opt, "accept", strerror(errno));
 	return 0;
 }
 
@@ -449,7 +581,11 @@ int vring_open(struct vring_port *p, const char *opt, unsigned int queue_size,
 	p->sock = -1;
 	if (layout(p, n, frame, frame_len, &memfd) != 0)
 		return -1;
-	rc = connect_backend(p, opt) == 0 && handshake(p, opt, memfd) == 0 ? 0 : -1;
+	rc = p->cfg.server ? accept_backend(p, opt) : connect_backend(p, opt);
+	if (rc == 0) {
+		set_handshake_timeouts(p);
+		rc = handshake(p, opt, memfd);
+	}
 	/* The backend holds its own mapping now; our descriptor is no longer needed. */
 	close(memfd);
 	return rc;

@@ -98,9 +98,14 @@ struct vr_queue {
 	int kickfd, callfd;
 };
 
+#define VRING_ACCEPT_TIMEOUT_S 30     /* a server's wait for its backend, by default */
+#define VRING_ACCEPT_TIMEOUT_MAX 3600
+
 struct vring_spec {
 	char path[VRING_PATH_LEN];
 	unsigned int queue_size;     /* 0: not given */
+	bool server;                 /* server=1: we listen, the backend (a switch) connects */
+	unsigned int accept_timeout; /* server: seconds to wait for the backend */
 	uint8_t mac[6];
 	bool mac_given;              /* mac=: else sluice-gen picks one */
 };
@@ -110,6 +115,8 @@ struct vring_port {
 	const char *spec;
 	struct vring_spec cfg;
 	int sock;
+	int listen_fd;               /* server: listening from vring_listen() to the accept */
+	bool listening;              /* listen_fd is open and the socket file ours */
 	uint64_t features;
 	uint8_t mac[6];
 	void *mem;
@@ -127,14 +134,28 @@ struct vring_port {
 	uint64_t tx_packets, rx_packets, kicks;
 };
 
-/* "virtio-raw:path=SOCKET[,queue_size=N][,mac=MAC]"; 0, or -1 with a message in ERR. */
+/*
+ * "virtio-raw:path=SOCKET[,server=1[,accept_timeout=S]][,queue_size=N][,mac=MAC]" (role=server
+ * or a bare "server" as well); 0, or -1 with a message in ERR.
+ */
 int vring_parse(const char *spec, struct vring_spec *out, char *err, size_t len);
 /* Whether SPEC names a virtio-raw port (its kind, before the colon). */
 bool vring_is_spec(const char *spec);
 /*
- * Connects P (P->spec, P->cfg: QUEUE_SIZE slots when the spec gives none), agrees on the
- * features and hands the backend the rings. FRAME (FRAME_LEN bytes, no FCS) is built into
- * every transmit buffer. 0, or -1 with a message on stderr naming OPT and the spec.
+ * A server port (P->cfg.server): creates its socket (a stale socket file nobody answers on
+ * is removed first; any other file, or a socket in use, is refused) and listens, so a
+ * backend can connect before vring_open() accepts. 0, or -1 with a message naming OPT.
+ */
+int vring_listen(struct vring_port *p, const char *opt);
+/* A server that has not accepted yet: stops listening and removes its socket file. */
+void vring_unlisten(struct vring_port *p);
+/*
+ * Connects P (P->spec, P->cfg: QUEUE_SIZE slots when the spec gives none), or for a server
+ * accepts the backend's connection on the socket vring_listen() made (waiting up to
+ * accept_timeout seconds; the socket file is removed once a backend is connected), agrees
+ * on the features and hands the backend the rings. FRAME (FRAME_LEN bytes, no FCS) is
+ * built into every transmit buffer. 0, or -1 with a message on stderr naming OPT and the
+ * spec.
  */
 int vring_open(struct vring_port *p, const char *opt, unsigned int queue_size,
 	       const uint8_t *frame, uint16_t frame_len);

@@ -228,8 +228,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help="the generator's end of each vhost-user link: DPDK's virtio-user "
                         "(default) or sluice-gen's own virtio driver, virtio-raw, which "
                         "leaves it more headroom (docs/gen.md, 'VIRTIO-RAW PORTS'; one frame "
-                        "size up to 1518 B; a switch whose vhost-user ports are clients, as "
-                        "OVS-DPDK's, keeps virtio-user)")
+                        "size up to 1518 B; where the switch's vhost-user ports are clients, "
+                        "as OVS-DPDK's, the generator's end is the server, server=1, with "
+                        "either driver)")
     p.add_argument("--placement-monitor", type=Path, default=None,
                    help="the vCPU-placement monitor (default bin/sluice-placement; rows are "
                         "'unlabelled' without one)")

@@ -188,11 +188,12 @@ class Switch(ABC):
         """The sluice-gen port spec of the generator's end of LINK: the other role of the
         switch's socket, or the generator's veth end with the same driver."""
         if link.kind == "vhost":
-            # sluice-gen's own driver (--gen-driver virtio-raw) is a client only.
-            if self.vhost_server and self.ctx.extra.get("gen_vhost") == "virtio-raw":
-                return f"virtio-raw:path={link.path}"
+            # Where the switch's port is a vhost-user client (OVS-DPDK's
+            # dpdkvhostuserclient), the generator's end is the socket's server.
             server = "" if self.vhost_server else ",server=1"
-            return f"virtio-user:path={link.path}{server}"
+            driver = ("virtio-raw" if self.ctx.extra.get("gen_vhost") == "virtio-raw"
+                      else "virtio-user")
+            return f"{driver}:path={link.path}{server}"
         if link.kind == "memif":
             return f"memif:role=client,socket={link.path}"
         driver = self.topology.veth_driver if self.topology else "af_packet"

@@ -2,7 +2,7 @@
 
 Everything lives under the adapter's work directory (switches/ovsdb.py: database, sockets,
 logs, the bridge's OpenFlow socket); no system service is touched. The netdev bridge has
-dpdkvhostuserclient ports for vhost links (the generator's virtio-user is then the server),
+dpdkvhostuserclient ports for vhost links (the generator's end is then the server, server=1),
 and DPDK vdev ports (net_memif, net_af_xdp or net_af_packet) for memif and veth links (a
 memif client of OVS opens a receive ring per OVS transmit queue: see MEMIF_TX_QUEUES). Mode
 `normal` leaves the bridge's NORMAL action (MAC learning, flooding); mode `flows` replaces it
