@@ -61,3 +61,20 @@ def test_virtio_raw_in_an_alternation_with_ovs(tmp_path: Path) -> None:
         specs += args[1::2]
     assert all(s.startswith("virtio-raw:path=") for s in specs)
     assert [s.endswith(",server=1") for s in specs] == [False, False, True, True]
+
+
+def test_virtio_raw_only_for_generator_and_sink_ports(tmp_path: Path) -> None:
+    """Inline VNFs and the echo test's ping and reflect ports are roles virtio-raw does not
+    serve: with --gen-driver virtio-raw they stay virtio-user, the phy ports go raw."""
+    opts = options("--gen-driver", "virtio-raw")
+    topo = topology(parse("loopback-1", "memif", "uni"), tmp_path, "t")
+    ctx = Context(work=tmp_path, tag="t", switch_cpu=1, ctl_cpu=0, repo=tmp_path, extra=opts)
+    sw = ADAPTERS["sluice"](ctx, "patch")
+    sw.topology = topo
+    args = gen.port_args(sw).args
+    vnf = [args[i + 1] for i in range(0, len(args) - 1) if args[i] in ("--vnf-in", "--vnf-out")]
+    assert vnf and all(p.startswith("virtio-user:") for p in vnf), vnf
+    # A vhost-user generator port goes raw, unless its role is one raw does not serve.
+    link = topology(parse("v2v", "memif", "uni"), tmp_path, "v").links[0]
+    assert sw.gen_spec(link) == f"virtio-raw:path={link.path}"
+    assert sw.gen_spec(link, raw=False) == f"virtio-user:path={link.path}"

@@ -432,7 +432,8 @@ class Runner:
         return [str(self.gen), "--cpu", str(self.s.gen_cpu), "--role", "ping", "--size",
                 gen_size(spec.size), "--duration", str(self.s.latency_duration), "--json",
                 "--out", str(out), "--warmup", str(self.s.warmup), "--burst",
-                str(spec.burst), "--port", sw.gen_spec(a), "--reflect", sw.gen_spec(b),
+                str(spec.burst), "--port", sw.gen_spec(a, raw=False),
+                "--reflect", sw.gen_spec(b, raw=False),
                 *extra]
 
     def gen_cmd(self, spec: TrialSpec, sws: Sequence[Switch], out: Path,

@@ -184,14 +184,18 @@ class Switch(ABC):
     def pollers(self) -> list[Poller]:
         """The busy-polling threads while it runs."""
 
-    def gen_spec(self, link: Link) -> str:
+    def gen_spec(self, link: Link, raw: bool = True) -> str:
         """The sluice-gen port spec of the generator's end of LINK: the other role of the
-        switch's socket, or the generator's veth end with the same driver."""
+        switch's socket, or the generator's veth end with the same driver. With
+        --gen-driver virtio-raw a vhost-user link's end is sluice-gen's own driver where
+        RAW and the link is a generator or sink port ('phy'): virtio-raw serves no inline
+        VNF, fan-out sink, reflector or ping port, so those stay on virtio-user."""
         if link.kind == "vhost":
             # Where the switch's port is a vhost-user client (OVS-DPDK's
             # dpdkvhostuserclient), the generator's end is the socket's server.
             server = "" if self.vhost_server else ",server=1"
-            driver = ("virtio-raw" if self.ctx.extra.get("gen_vhost") == "virtio-raw"
+            own = raw and link.role == "phy"
+            driver = ("virtio-raw" if own and self.ctx.extra.get("gen_vhost") == "virtio-raw"
                       else "virtio-user")
             return f"{driver}:path={link.path}{server}"
         if link.kind == "memif":

@@ -84,7 +84,7 @@ class LinuxBridge(Switch):
             ip(self.netns, "link", "set", port, "master", name)
         ip(self.netns, "link", "set", name, "up")
 
-    def gen_spec(self, link: Link) -> str:
+    def gen_spec(self, link: Link, raw: bool = True) -> str:
         return f"{self.ctx.extra.get('gen_veth_driver', 'af_packet')}:iface={link.peer}"
 
     def port_kind(self) -> str:

@@ -75,9 +75,9 @@ class OvsDpdk(Switch):
             args = f"net_{driver}{i},iface={link.iface}"
         return ["type=dpdk", f"options:dpdk-devargs={args}"]
 
-    def gen_spec(self, link: Link) -> str:
+    def gen_spec(self, link: Link, raw: bool = True) -> str:
         """The generator's end; a memif client receives on every queue OVS sends on."""
-        spec = super().gen_spec(link)
+        spec = super().gen_spec(link, raw)
         return f"{spec},rx_queues={MEMIF_TX_QUEUES}" if link.kind == "memif" else spec
 
     def _check_memif_queues(self, topo: Topology) -> None:

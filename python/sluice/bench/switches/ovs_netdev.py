@@ -119,7 +119,7 @@ class OvsNetdev(Switch):
             subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(pid)],
                            capture_output=True, timeout=10, check=False)
 
-    def gen_spec(self, link: Link) -> str:
+    def gen_spec(self, link: Link, raw: bool = True) -> str:
         return f"{self.ctx.extra.get('gen_veth_driver', 'af_packet')}:iface={link.peer}"
 
     def port_kind(self) -> str:

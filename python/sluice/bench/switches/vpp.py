@@ -374,13 +374,13 @@ class Vpp(Switch):
             raise RuntimeError(f"vpp: configuration not in place (missing {missing}); "
                                f"log: {procs.tail(self.log)}")
 
-    def gen_spec(self, link: Link) -> str:
+    def gen_spec(self, link: Link, raw: bool = True) -> str:
         # The generator's veth ends keep the harness's driver (af_xdp), as with testpmd and
         # sluice, whose veth ends it follows only because they use af_xdp themselves; VPP's
         # af_packet on its own side need not slow the generator's side too.
         if link.kind == "veth":
             return f"{self.ctx.extra.get('gen_veth_driver', 'af_xdp')}:iface={link.peer}"
-        return super().gen_spec(link)
+        return super().gen_spec(link, raw)
 
     def version(self) -> str:
         m = re.match(r"vpp (\S+)", self._version)
