@@ -188,8 +188,9 @@ class Switch(ABC):
         """The sluice-gen port spec of the generator's end of LINK: the other role of the
         switch's socket, or the generator's veth end with the same driver. With
         --gen-driver virtio-raw a vhost-user link's end is sluice-gen's own driver where
-        RAW and the link is a generator or sink port ('phy'): virtio-raw serves no inline
-        VNF, fan-out sink, reflector or ping port, so those stay on virtio-user."""
+        RAW and the link is one the generator sends and receives on ('phy'): virtio-raw
+        serves no inline VNF, fan-out sink ('sink'), reflector or ping port, so those stay
+        on virtio-user."""
         if link.kind == "vhost":
             # Where the switch's port is a vhost-user client (OVS-DPDK's
             # dpdkvhostuserclient), the generator's end is the socket's server.
