@@ -61,6 +61,31 @@ static void empty_and_overflow(void **state)
 	assert_int_equal(hist_percentile(&h, 0.5), UINT64_C(1) << 40);
 }
 
+/* A value recorded N times at once is what N single records make: counts exact, sums equal. */
+static void record_n_is_n_records(void **state)
+{
+	static struct hist a, b;
+	static const uint64_t v[] = { 0, 7, 255, 256, 1000, 123456, UINT64_C(1) << 40 };
+	unsigned int i, k;
+
+	(void)state;
+	hist_init(&a);
+	hist_init(&b);
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		hist_record_n(&a, v[i], i + 1);
+		for (k = 0; k <= i; k++)
+			hist_record(&b, v[i]);
+	}
+	hist_record_n(&a, 5, 0);                 /* nothing: min stays */
+	assert_int_equal(a.count, b.count);
+	assert_int_equal(a.overflow, b.overflow);
+	assert_int_equal(a.min, b.min);
+	assert_int_equal(a.max, b.max);
+	assert_memory_equal(a.buckets, b.buckets, sizeof(a.buckets));
+	assert_true(a.sum == b.sum);
+	assert_true(a.sum_sq > b.sum_sq * (1 - 1e-12) && a.sum_sq < b.sum_sq * (1 + 1e-12));
+}
+
 /* The JSON dump: the summary figures, and buckets whose counts add up to the count. */
 static void json_dump_adds_up(void **state)
 {
@@ -104,6 +129,7 @@ int main(void)
 		cmocka_unit_test(percentiles_of_a_uniform_spread),
 		cmocka_unit_test(empty_and_overflow),
 		cmocka_unit_test(json_dump_adds_up),
+		cmocka_unit_test(record_n_is_n_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

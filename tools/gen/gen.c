@@ -1056,6 +1056,9 @@ static uint64_t one_pass(struct gen *g, int only_sender, uint64_t tsc)
 	uint64_t work = 0;
 	unsigned int i;
 
+	/* The sinks' stamps on their way while the senders work (sink_peek_raw). */
+	if (g->n_raw > 0 && gen_stamped(&g->o))
+		sink_peek_raw(g);
 	for (i = 0; i < g->n_senders; i++)
 		if (only_sender < 0 || (int)i == only_sender)
 			work += tx_send_burst(g, &g->senders[i], tsc);

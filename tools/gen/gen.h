@@ -220,6 +220,11 @@ void sink_touch_frames(struct gen *g, struct rte_mbuf **m, uint16_t n);
 /* Receives on the INDEX-th sink port (g->sink_ports). */
 /* PASS_TSC: the clock at the start of this loop pass. */
 uint16_t sink_burst(struct gen *g, unsigned int index, uint64_t pass_tsc);
+/*
+ * Stamped frames on virtio-raw sink ports: early in a pass, what is ready and its lines
+ * asked for (vring_rx_peek), for the pass's sink_burst() calls to take.
+ */
+void sink_peek_raw(struct gen *g);
 uint16_t sink_fanout_burst(struct gen *g, unsigned int sink, uint64_t pass_tsc);
 void sink_drain_senders(struct gen *g);
 

@@ -36,22 +36,29 @@ static uint64_t bucket_width(unsigned int index)
 	return index < 256 ? 1 : UINT64_C(1) << ((index - 256u) / 128u + 1u);
 }
 
-void hist_record(struct hist *h, uint64_t v)
+void hist_record_n(struct hist *h, uint64_t v, uint64_t n)
 {
 	unsigned int i = hist_index(v);
 
+	if (n == 0)
+		return;
 	if (i >= HIST_BUCKETS) {
-		h->overflow++;
+		h->overflow += n;
 		i = HIST_BUCKETS - 1;
 	}
-	h->buckets[i]++;
-	h->count++;
-	h->sum += (double)v;
-	h->sum_sq += (double)v * (double)v;
+	h->buckets[i] += n;
+	h->count += n;
+	h->sum += (double)v * (double)n;
+	h->sum_sq += (double)v * (double)v * (double)n;
 	if (v < h->min)
 		h->min = v;
 	if (v > h->max)
 		h->max = v;
+}
+
+void hist_record(struct hist *h, uint64_t v)
+{
+	hist_record_n(h, v, 1);
 }
 
 uint64_t hist_percentile(const struct hist *h, double fraction)

@@ -23,6 +23,8 @@ struct hist {
 
 void hist_init(struct hist *h);
 void hist_record(struct hist *h, uint64_t value);
+/* VALUE N times, as N hist_record() calls would (the sums in one step). */
+void hist_record_n(struct hist *h, uint64_t value, uint64_t n);
 /* The value below which FRACTION (0..1) of the recorded values lie (bucket midpoint). */
 uint64_t hist_percentile(const struct hist *h, double fraction);
 double hist_mean(const struct hist *h);

@@ -236,6 +236,90 @@ static void raw_count_burst(struct gen *g, struct sink *k, const struct vring_po
 	k->rx_bytes_measured += bytes;
 }
 
+/* Marks sequence numbers FROM..FROM+N (N <= SEEN_BITS) seen, a word at a time. */
+static void seen_set_run(struct sink *k, uint64_t from, uint64_t n)
+{
+	uint64_t bits, take;
+
+	while (n > 0) {
+		take = RTE_MIN(n, 64 - from % 64);
+		bits = take == 64 ? UINT64_MAX : ((UINT64_C(1) << take) - 1) << (from % 64);
+		k->seen[(from / 64) % (SEEN_BITS / 64)] |= bits;
+		from += take;
+		n -= take;
+	}
+}
+
+/*
+ * Latencies of the N stamps of PL (frames sent in bursts share one TSC: a run of equal
+ * stamps is one latency, recorded once with its count). NOW_TSC: the burst's arrival.
+ */
+static void record_latencies(struct gen *g, const struct traffic_payload *const *pl,
+			     uint16_t n, uint64_t now_tsc)
+{
+	uint16_t i = 0, j;
+	uint64_t sent;
+
+	while (i < n) {
+		sent = pl[i]->tsc;
+		for (j = (uint16_t)(i + 1); j < n && pl[j]->tsc == sent; j++)
+			;
+		if (now_tsc > sent)
+			hist_record_n(&g->latency, (uint64_t)((double)(now_tsc - sent) *
+							      g->ns_per_tsc), j - i);
+		i = j;
+	}
+}
+
+/*
+ * The common stamped burst, counted whole: N frames of ours, one length, one stream, and
+ * when sequences are checked numbered on from the number that stream (already started)
+ * expects; all measured or all not, and no --alternate windows to count for. Its
+ * bookkeeping is what count_arrival() would do frame by frame (the same counters, the
+ * same seen bits, the same histogram), in a few steps a burst. False, having changed
+ * nothing, for any other burst: the caller then takes it frame by frame.
+ */
+static bool raw_burst_in_order(struct gen *g, const struct vring_port *p, uint16_t n,
+			       uint64_t now_tsc)
+{
+	const struct traffic_payload *pl[GEN_MAX_BURST];
+	uint32_t len = vring_rx_len(p, 0), seq0;
+	struct sink *k;
+	uint16_t i;
+	bool ok;
+
+	if (g->alternating || len < TRAFFIC_HDR_LEN + sizeof(**pl))
+		return false;
+	for (i = 0; i < n; i++)
+		pl[i] = (const struct traffic_payload *)(vring_rx_frame(p, i) + TRAFFIC_HDR_LEN);
+	k = &g->sinks[pl[0]->stream];
+	seq0 = pl[0]->seq;
+	/* A stream's first frame sets where its numbers start: track_sequence() does that. */
+	if (g->o.check_seq && (!k->active || seq0 != (uint32_t)k->expect))
+		return false;
+	/* No branch a frame: every test folded into one flag, looked at once. */
+	ok = true;
+	for (i = 0; i < n; i++)
+		ok &= (pl[i]->magic == TRAFFIC_MAGIC) & (pl[i]->stream == pl[0]->stream) &
+		      (pl[i]->flags == pl[0]->flags) & (vring_rx_len(p, i) == len) &
+		      (!g->o.check_seq | (pl[i]->seq == seq0 + i));
+	if (!ok)
+		return false;
+	k->rx_packets += n;
+	if (g->o.check_seq) {
+		seen_set_run(k, k->expect, n);
+		k->expect += n;
+	}
+	if (pl[0]->flags & TRAFFIC_MEASURED) {
+		k->rx_measured += n;
+		k->rx_bytes_measured += (uint64_t)n * (len + RTE_ETHER_CRC_LEN);
+		g->rx_by_size[RTE_MIN(len + RTE_ETHER_CRC_LEN, (uint32_t)TRAFFIC_MAX_FRAME)] += n;
+		if (g->o.check_latency)
+			record_latencies(g, pl, n, now_tsc);
+	}
+	return true;
+}
+
 /*
  * A virtio-raw sink port's burst: the used entries the device wrote, the frames read only
  * where a check needs their stamps, and the buffers posted again with one index store.
@@ -243,7 +327,7 @@ static void raw_count_burst(struct gen *g, struct sink *k, const struct vring_po
 static uint16_t sink_raw_burst(struct gen *g, unsigned int index, struct vring_port *p,
 			       uint64_t pass_tsc)
 {
-	uint16_t n = vring_rx_ready(p, g->o.rx_burst), i;
+	uint16_t n = p->rx_peeked ? p->rx_peeked : vring_rx_ready(p, g->o.rx_burst), i;
 	uint64_t tsc;
 
 	if (n == 0)
@@ -252,16 +336,27 @@ static uint16_t sink_raw_burst(struct gen *g, unsigned int index, struct vring_p
 	if (!gen_stamped(&g->o)) {
 		raw_count_burst(g, &g->sinks[g->sink_stream[index]], p, n, tsc);
 	} else {
-		for (i = 0; i < n; i++)
+		for (i = 0; !p->rx_peeked && i < n; i++)
 			rte_prefetch0(vring_rx_frame(p, i) + TRAFFIC_HDR_LEN);
-		for (i = 0; i < n; i++) {
-			uint32_t len = vring_rx_len(p, i);
+		if (!raw_burst_in_order(g, p, n, tsc))
+			for (i = 0; i < n; i++) {
+				uint32_t len = vring_rx_len(p, i);
 
-			sink_frame_at(g, vring_rx_frame(p, i), len, len, tsc);
-		}
+				sink_frame_at(g, vring_rx_frame(p, i), len, len, tsc);
+			}
 	}
 	vring_rx_done(p, n);
 	return n;
+}
+
+void sink_peek_raw(struct gen *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->n_sink_ports; i++)
+		if (g->sink_raw[i] != NULL)
+			vring_rx_peek(g->sink_raw[i], g->o.rx_burst,
+				      VRING_BUF_SKEW + VRING_HDR_LEN + TRAFFIC_HDR_LEN);
 }
 
 uint16_t sink_burst(struct gen *g, unsigned int index, uint64_t pass_tsc)

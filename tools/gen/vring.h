@@ -131,6 +131,11 @@ struct vring_port {
 	 * the switch's CPU overlaps the rest of the pass instead of stalling the stamp write.
 	 */
 	uint16_t tx_reserve;
+	/*
+	 * Receive frames vring_rx_peek() found ready early in the pass, their lines asked for;
+	 * the sink's next burst takes exactly these (0: it looks at the ring itself).
+	 */
+	uint16_t rx_peeked;
 	uint64_t tx_packets, rx_packets, kicks;
 };
 
@@ -269,6 +274,32 @@ static inline uint16_t vring_rx_ready(const struct vring_port *p, uint16_t max)
 	return n < max ? n : max;
 }
 
+/*
+ * Early in a loop pass, before the sending: asks for the used index lines of both queues
+ * (the device on the other CPU wrote them; asked for together, their transfers overlap),
+ * then takes note of up to MAX frames ready to receive and asks for each one's used entry
+ * and the line at OFF in its buffer (the stamp), so that those transfers overlap the pass's
+ * sending instead of stalling the sink. A device that uses receive buffers in order (DPDK's
+ * does) gives back buffer K mod size as the K-th used entry, so the buffer is asked for by
+ * that guess, without waiting for its entry: a wrong guess costs a useless fetch, nothing
+ * else (the sink reads the entries' own ids). Only frames the device has published are
+ * fetched: a line fetched before the device writes it would have to be taken back.
+ */
+static inline void vring_rx_peek(struct vring_port *p, uint16_t max, uint32_t off)
+{
+	struct vr_queue *q = &p->rx;
+	uint16_t i, slot;
+
+	__builtin_prefetch(&p->tx.used->idx, 0, 3);
+	p->rx_peeked = vring_rx_ready(p, max);
+	for (i = 0; i < p->rx_peeked; i++) {
+		slot = (uint16_t)(q->used_idx + i) & q->mask;
+		if (i == 0 || slot % 8 == 0)       /* 8 entries a line */
+			__builtin_prefetch(&q->used->ring[slot], 0, 3);
+		__builtin_prefetch(q->bufs + (size_t)slot * q->stride + off, 0, 3);
+	}
+}
+
 /* The K-th ready frame's length without the virtio-net header (and without FCS). */
 static inline uint32_t vring_rx_len(const struct vring_port *p, uint16_t k)
 {
@@ -303,6 +334,7 @@ static inline void vring_rx_done(struct vring_port *p, uint16_t n)
 	q->avail_idx = (uint16_t)(q->avail_idx + n);
 	vr_publish(p, q);
 	p->rx_packets += n;
+	p->rx_peeked = 0;
 }
 
 #endif
