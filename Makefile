@@ -102,7 +102,7 @@ $(FUZZ_DIR)/fuzz_flow_key: tests/fuzz/fuzz_flow_key.c src/flow_key.c src/flow_ke
 FUZZ_DPDK    = $$(pkg-config --cflags libdpdk jansson) -Ibuild
 FUZZ_LIBS    = $$(pkg-config --libs libdpdk jansson)
 
-FUZZ_FWD_SRC := src/capture.c src/fwd_learn.c src/fdb.c src/worker.c src/pool.c src/port_afpacket.c src/stats.c src/vhost_fast.c src/port_vxlan.c \
+FUZZ_FWD_SRC := src/capture.c src/fwd_learn.c src/fdb.c src/worker.c src/pool.c src/port_afpacket.c src/stats.c src/vhost_fast.c src/memif_fast.c src/port_vxlan.c \
 		src/port.c src/portspec.c src/path_policy.c src/port_afxdp.c
 
 $(FUZZ_DIR)/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/fuzz/fuzz_eal.h $(FUZZ_FWD_SRC) \
@@ -117,7 +117,7 @@ FUZZ_RPC_SRC := src/capture.c src/ctl_capture.c src/ctl_methods.c src/ctl_flow.c
 		src/flow_mod.c src/flow_parse.c src/flow_cache.c src/flow_rules.c src/flow_xlate.c src/fwd_flow.c \
 		src/fdb.c src/fwd.c src/fwd_learn.c src/fwd_patch.c \
 		src/notify.c src/path_policy.c src/pool.c src/port.c src/port_afpacket.c src/port_afxdp.c \
-		src/port_vxlan.c src/portspec.c src/state.c src/stats.c src/switch.c src/vhost_fast.c \
+		src/port_vxlan.c src/portspec.c src/state.c src/stats.c src/switch.c src/vhost_fast.c src/memif_fast.c \
 		src/worker.c
 
 $(FUZZ_DIR)/fuzz_rpc: tests/fuzz/fuzz_rpc.c tests/fuzz/fuzz_eal.h src/ctl.c $(FUZZ_RPC_SRC) \

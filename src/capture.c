@@ -235,10 +235,13 @@ uint32_t cap_start(struct port *p, unsigned int dirs, uint32_t snaplen, uint64_t
 	int slot;
 
 	if (p->vhf == NULL) {
+		/* A fast memif port (memif_fast.h) has no capture of its own yet. */
 		snprintf(err, err_len, "port '%s' (%s) is driven by sluiced itself, not by a DPDK "
-			 "ethdev, and sluiced captures itself only vhost-user ports with fast=1; "
-			 "capture on its kernel interface with tcpdump instead", p->name,
-			 portspec_kind_name(p->ps.kind));
+			 "ethdev, and sluiced captures itself only fast vhost-user ports (not fast=0); "
+			 "%s", p->name, portspec_kind_name(p->ps.kind),
+			 p->ps.kind == PORTSPEC_MEMIF ?
+			 "make the memif port without fast=1 to capture it (dpdk-dumpcap)" :
+			 "capture on its kernel interface with tcpdump instead");
 		return 0;
 	}
 	if (p->cap != NULL) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Captures made by sluiced itself, for ports that have no DPDK ethdev for dpdk-dumpcap to
- * attach to: the vhost-user ports of sluice's own data path (fast=1). docs/design.md,
+ * attach to: the vhost-user ports of sluice's own data path (fast, the default). docs/design.md,
  * "Capture on ports without an ethdev", says why it is built so.
  *
  * While a capture runs on a port, the one-copy path leaves the port out (port.h,

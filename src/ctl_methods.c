@@ -277,7 +277,7 @@ static json_t *port_stats_json(struct port *p, struct port_totals *sum)
 	o = totals_json(&t);
 	json_object_set_new(o, "name", json_string(p->name));
 	json_object_set_new(o, "rx_missed", json_integer((json_int_t)port_rx_missed(p)));
-	if (p->vhf != NULL)     /* of forwarded: the frames that took the one-copy path */
+	if (p->vhf != NULL || p->mff != NULL)   /* of forwarded: those copied once */
 		json_object_set_new(o, "one_copy", json_integer((json_int_t)port_one_copy(p)));
 	return o;
 }

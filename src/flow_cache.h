@@ -17,6 +17,7 @@
 #ifndef SLUICE_FLOW_CACHE_H
 #define SLUICE_FLOW_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,15 @@ void mf_destroy(struct mf_cache *c);
 
 /* The value of the entry of generation GEN that KEY falls in, or NULL. */
 const void *mf_lookup(struct mf_cache *c, uint32_t gen, const struct flow_key *key);
+
+/*
+ * mf_lookup() of each key I of the N at KEYS for which WANT[I] holds, in order, its value
+ * (or NULL: a miss, or not wanted) into VALUES[I]; one call a burst, the hits counted
+ * once. Misses are not counted: the caller looks each up again (mf_lookup), after the
+ * inserts of the misses before it, and that lookup counts. Returns the hits.
+ */
+unsigned int mf_lookup_burst(struct mf_cache *c, uint32_t gen, const struct flow_key *keys,
+			     const bool *want, unsigned int n, const void **values);
 
 /* How many masks a lookup of generation GEN tries at most: 0 when it is not C's. */
 unsigned int mf_mask_count(const struct mf_cache *c, uint32_t gen);

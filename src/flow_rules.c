@@ -144,6 +144,18 @@ static void spec_of_rule(const struct flow_rule *r, struct flow_rule_spec *s)
 	memcpy(s->write, in->acts + in->n_apply, in->n_write * sizeof(in->acts[0]));
 }
 
+/*
+ * Ticks from THEN to NOW, 0 when THEN is later: a worker stamps a rule's last use with its
+ * own clock read, which can be later than a NOW the control thread read before (a frame
+ * that hit the rule meanwhile, or another CPU's clock a little ahead). Unsigned, the
+ * difference would wrap to an age of centuries, and a rule in constant use would expire
+ * as idle.
+ */
+static inline uint64_t tsc_since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
 static struct flow_counts rule_totals(const struct flow *F, const struct flow_rule *r)
 {
 	struct flow_counts t = r->base;
@@ -262,6 +274,7 @@ static void note_removed(struct flow *F, const struct flow_rule *r, const char *
 	rec->cookie = r->cookie;
 	rec->idle_timeout = r->idle_timeout;
 	rec->hard_timeout = r->hard_timeout;
+	rec->send_flow_rem = (r->flags & FLOW_FLAG_SEND_FLOW_REM) != 0;
 }
 
 static void remove_rule(struct flow *F, struct flow_rule *r)
@@ -290,7 +303,8 @@ static void expire_rules(struct flow *F, uint64_t now)
 			if (r->hard_timeout != 0 && now - r->created_tsc >= r->hard_timeout * F->hz)
 				why = "hard_timeout";
 			else if (r->idle_timeout != 0 &&
-				 now - rule_totals(F, r).used_tsc >= r->idle_timeout * F->hz)
+				 tsc_since(now, rule_totals(F, r).used_tsc) >=
+				 r->idle_timeout * F->hz)
 				why = "idle_timeout";
 			if (why == NULL)
 				continue;
@@ -748,7 +762,7 @@ static json_t *rule_json(const struct flow *F, const struct flow_rule *r,
 		      "match", match, "actions", acts,
 		      "packets", (json_int_t)t.packets, "bytes", (json_int_t)t.bytes,
 		      "duration", (double)(now - r->created_tsc) / (double)F->hz,
-		      "idle_age", (double)(now - t.used_tsc) / (double)F->hz,
+		      "idle_age", (double)tsc_since(now, t.used_tsc) / (double)F->hz,
 		      "idle_timeout", r->idle_timeout, "hard_timeout", r->hard_timeout);
 	if (o != NULL && (r->flags & FLOW_FLAG_SEND_FLOW_REM))
 		json_object_set_new(o, "send_flow_rem", json_true());

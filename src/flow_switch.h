@@ -225,6 +225,8 @@ struct flow_worker {
 	uint32_t fast_gen;
 	const struct flow_prog *fast_prog[FWD_MAX_BURST];
 	uint32_t fast_version[FWD_MAX_BURST];
+	bool viewable[FWD_MAX_BURST];      /* fast_unicast_keyed: key[i]'s headers all seen */
+	const void *mf_value[FWD_MAX_BURST];   /* fast_keyed_megaflows: mf_lookup_burst's */
 	/* frames for the embedded learning bridge (`normal`) */
 	uint16_t n_normal;
 	struct rte_mbuf *normal_pkts[FWD_MAX_BURST];
@@ -251,6 +253,7 @@ struct removed_record {
 	double duration;
 	uint64_t cookie;
 	uint16_t idle_timeout, hard_timeout;
+	bool send_flow_rem;     /* the rule asked for it: an OpenFlow controller is told */
 };
 
 struct flow {

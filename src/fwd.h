@@ -40,6 +40,47 @@
  * tag and the EtherType after it. */
 #define FWD_HDR_BYTES 18
 
+/* What one call that copies a burst straight from port to port did (vhost_fast.h's
+ * vhf_forward, memif_fast.h's mff_forward), for the worker's counters. */
+struct fwd_direct_result {
+	uint16_t rx;                  /* frames taken from the sender */
+	uint16_t sent;                /* frames copied into the receiver */
+	uint16_t full;                /* no room in the receiver: tx_full */
+	uint16_t too_long;            /* longer than MAX_FRAME: mtu_exceeded */
+	uint16_t malformed;           /* bad chains or descriptors from the sender, never
+				       * received: the port's rx_missed counts them */
+	uint64_t rx_bytes, sent_bytes;
+};
+
+/*
+ * A burst taken from a fast port's receive ring (vhost_fast.h's vhf_take, memif_fast.h's
+ * mff_take) as frames left in the sender's memory, each a list of (pointer, length) pieces,
+ * for another fast port to copy into its own ring (vhf_put, mff_put) before the sender gets
+ * its buffers back (vhf_release, mff_release): one copy between any two fast port kinds.
+ */
+#define FWD_FRAME_SEGS 64       /* pieces one frame may have (64 KB in 1 KB buffers) */
+#define FWD_BURST_SEGS 512      /* pieces of a whole burst: a frame that does not fit in
+				 * what is left ends the burst (the rest waits in the ring) */
+
+struct fwd_seg {
+	uint8_t *p;
+	uint32_t len;
+};
+
+struct fwd_frame {
+	uint16_t head;                /* the sender's own reference (vhost: the chain's head) */
+	uint16_t seg, n_segs;         /* its pieces: segs[seg .. seg+n_segs-1] */
+	int32_t len;                  /* -1: malformed, never received (rx_missed) */
+};
+
+struct fwd_frames {
+	uint16_t n;                   /* frames, malformed ones included */
+	uint16_t end;                 /* memif: the ring position after the burst */
+	const void *src;              /* the sender's connection the burst was read from */
+	struct fwd_frame f[FWD_MAX_BURST];
+	struct fwd_seg segs[FWD_BURST_SEGS];
+};
+
 struct port;
 
 /*

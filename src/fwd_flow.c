@@ -408,6 +408,19 @@ static inline struct emc_entry *emc_set(struct flow_worker *w, uint32_t hash)
 	return &w->emc[(hash & (FLOW_EMC_ENTRIES / FLOW_EMC_WAYS - 1)) * FLOW_EMC_WAYS];
 }
 
+/* Hashes key I of the burst and asks for the exact-match set it falls in, for a lookup a
+ * few frames later. */
+static inline void hash_and_prefetch(struct flow_worker *w, uint16_t i)
+{
+	const uint8_t *set;
+	size_t off;
+
+	w->hash[i] = rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
+	set = (const uint8_t *)emc_set(w, w->hash[i]);
+	for (off = 0; off < FLOW_EMC_WAYS * sizeof(struct emc_entry); off += RTE_CACHE_LINE_SIZE)
+		rte_prefetch0(set + off);
+}
+
 /* The cached program for KEY, or NULL. */
 static inline const struct flow_prog *emc_lookup(struct flow_worker *w, uint32_t gen,
 						 const struct flow_key *key, uint32_t hash)
@@ -515,6 +528,13 @@ static inline const struct flow_prog *emc_claim(struct flow_worker *w, uint32_t 
 	return p;
 }
 
+/* The first bytes of an L4 header the key takes, by IP protocol: one load in place of a
+ * chain of comparisons, which showed in the keyed one-copy path's profile. */
+static const uint8_t l4_key_bytes[256] = {
+	[IPPROTO_TCP] = 20, [IPPROTO_UDP] = 8, [IPPROTO_SCTP] = 12, [IPPROTO_ICMP] = 4,
+	[IPPROTO_ICMPV6] = 4,
+};
+
 /*
  * How many of a frame's first bytes its key depends on, from the key extracted from it: the
  * Ethernet header and tag, the IP header with its options, and the L4 header's first bytes
@@ -522,7 +542,7 @@ static inline const struct flow_prog *emc_claim(struct flow_worker *w, uint32_t 
  * same has the same key. 0 when the frame is not one this reasoning covers (802.3 frames,
  * IPv6 with extension headers): it is always parsed.
  */
-static uint32_t key_header_len(const struct flow_key *k, const uint8_t *data, uint32_t len)
+static inline uint32_t key_header_len(const struct flow_key *k, const uint8_t *data, uint32_t len)
 {
 	uint32_t l2 = k->vlan_tci != 0 ? 18u : 14u, l3, hl;
 	uint16_t type;
@@ -549,9 +569,7 @@ static uint32_t key_header_len(const struct flow_key *k, const uint8_t *data, ui
 	}
 	hl = l2 + l3;
 	if (!(k->nw_frag & FLOW_FRAG_LATER))     /* a later fragment has no L4 header */
-		hl += (k->nw_proto == IPPROTO_TCP ? 20u : k->nw_proto == IPPROTO_UDP ? 8u :
-				k->nw_proto == IPPROTO_SCTP ? 12u :
-				k->nw_proto == IPPROTO_ICMP || k->nw_proto == IPPROTO_ICMPV6 ? 4u : 0u);
+		hl += l4_key_bytes[k->nw_proto];
 	return hl <= FLOW_SAME_BYTES && hl <= len ? hl : 0;
 }
 
@@ -850,7 +868,6 @@ static bool burst_alike(const struct flow_worker *w, struct rte_mbuf **pkts, uin
 static void key_ahead(struct flow_worker *w, uint16_t in, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t i;
-	size_t off;
 
 	for (i = 1; i < n; i++) {
 		flow_key_extract(rte_pktmbuf_mtod(pkts[i], const uint8_t *),
@@ -859,15 +876,8 @@ static void key_ahead(struct flow_worker *w, uint16_t in, struct rte_mbuf **pkts
 	}
 	/* Hashed in a second pass: read back at once, a key's eight-byte words would wait
 	 * for the narrower stores that wrote them (no store forwarding across them). */
-	for (i = 1; i < n; i++) {
-		const uint8_t *set;
-
-		w->hash[i] = rte_hash_crc(&w->key[i], sizeof(w->key[i]), 0);
-		set = (const uint8_t *)emc_set(w, w->hash[i]);
-		for (off = 0; off < FLOW_EMC_WAYS * sizeof(struct emc_entry);
-		     off += RTE_CACHE_LINE_SIZE)
-			rte_prefetch0(set + off);
-	}
+	for (i = 1; i < n; i++)
+		hash_and_prefetch(w, i);
 }
 
 /*
@@ -980,11 +990,107 @@ static const struct flow_prog *view_program(struct flow *F, struct flow_worker *
 	return p == &w->scratch ? NULL : p;
 }
 
+/* The one-copy answer for frame I from IN whose program is P (NULL: none): its output,
+ * with P noted for flow_fast_count, when P sends it unchanged to one other port of FAST. */
+static inline bool fast_take(struct flow_worker *w, const struct flow_prog *p, uint16_t in,
+			     uint64_t fast, uint16_t i, struct fwd_burst *fb)
+{
+	if (p != NULL && p->simple < SW_MAX_PORTS && p->simple != in &&
+	    (fast & (UINT64_C(1) << p->simple)) != 0) {
+		fb->out[i] = p->simple;
+		w->fast_prog[i] = p;
+		w->fast_version[i] = p->version;
+		return true;
+	}
+	fb->out[i] = FWD_OUT_MIXED;
+	return false;
+}
+
+/*
+ * The programs of a keyed burst (fast_unicast_keyed) while the megaflows have at most one
+ * mask, when find_program() would not look in the exact-match cache (emc_worth_it): the
+ * megaflow cache is asked for the whole burst in one call, and only its misses go through
+ * find_program(), in order, after the hits are decided (a miss's insert may take a hit's
+ * slot: flow_fast_count notices by the version). Each frame counts one exact-match miss,
+ * as find_program() counts it.
+ */
+static uint16_t fast_keyed_megaflows(struct flow *F, struct flow_worker *w, unsigned int wid,
+				     uint16_t in, uint32_t gen, uint64_t fast, uint16_t n,
+				     struct fwd_burst *fb)
+{
+	struct prog_run run = { 0 };    /* stays empty: nothing is counted here */
+	unsigned int hits = mf_lookup_burst(w->mf, gen, w->key, w->viewable, n, w->mf_value);
+	uint16_t i, taken = 0, missed = 0;
+
+	stats_add(&w->emc_misses, hits);
+	for (i = 0; i < n; i++) {
+		if (w->mf_value[i] != NULL || !w->viewable[i])
+			taken += fast_take(w, w->mf_value[i], in, fast, i, fb);
+		else
+			missed++;
+	}
+	for (i = 0; missed > 0 && i < n; i++) {
+		const struct flow_prog *p;
+
+		if (w->mf_value[i] != NULL || !w->viewable[i])
+			continue;
+		p = find_program(F, w, wid, in, gen, i, false, &run);
+		taken += fast_take(w, p == &w->scratch ? NULL : p, in, fast, i, fb);
+		missed--;
+	}
+	return taken;
+}
+
+/*
+ * fast_unicast for a burst of interleaved flows (note_alike found no frame like the one
+ * before lately): nothing is compared or kept, and the burst goes in passes, as flow_process
+ * does with key_ahead(): every key is extracted, then either the megaflow cache is asked
+ * for the whole burst (one mask: fast_keyed_megaflows) or every key is hashed and its
+ * exact-match set asked for before each frame is looked up. A key is then read back long
+ * after the narrow stores that wrote it (no store-forwarding stall), and the sets' fetches
+ * overlap. Looking a frame up changes nothing another frame's key depends on, so the
+ * answers are those frame-by-frame viewing gives.
+ */
+static uint16_t fast_unicast_keyed(struct flow *F, struct flow_worker *w, unsigned int wid,
+				   uint16_t in, uint32_t gen, uint64_t fast,
+				   const uint8_t *const *hdr, const uint16_t *hdr_len, uint16_t n,
+				   struct fwd_burst *fb)
+{
+	struct prog_run run = { 0 };    /* stays empty: nothing is counted here */
+	unsigned int masks = mf_mask_count(w->mf, gen);
+	bool hashed = !w->emc_skipped && masks > 1;
+	uint16_t i, taken = 0;
+
+	for (i = 0; i < n; i++) {
+		flow_key_extract(hdr[i], hdr_len[i], in, &w->key[i]);
+		w->key[i].tun_id = 0;   /* a port with tunnels never takes this path */
+		w->viewable[i] = key_header_len(&w->key[i], hdr[i], hdr_len[i]) != 0;
+	}
+	note_alike(w, false, n, 0);
+	if (masks <= 1)
+		return fast_keyed_megaflows(F, w, wid, in, gen, fast, n, fb);
+	for (i = 0; hashed && i < n; i++)
+		hash_and_prefetch(w, i);
+	for (i = 0; i < n; i++) {
+		const struct flow_prog *p = NULL;
+
+		if (w->viewable[i]) {
+			p = find_program(F, w, wid, in, gen, i, hashed, &run);
+			if (p == &w->scratch)
+				p = NULL;
+		}
+		taken += fast_take(w, p, in, fast, i, fb);
+	}
+	return taken;
+}
+
 /*
  * fwd.h, fast_unicast: the frames whose program sends them, unchanged, to one other port
  * of FAST (a simple program: no header change, no meter, one output). Frames of one key
  * get one answer, so no flow is split between the two paths. Nothing is counted here:
- * flow_fast_count counts the frames the worker really took.
+ * flow_fast_count counts the frames the worker really took. A frame with the headers of
+ * the one before it has its program; a burst with no such frame makes the next bursts
+ * skip the comparison (note_alike), as flow_process does.
  */
 static uint16_t flow_fast_unicast(void *state, uint16_t in, uint64_t fast,
 				  const uint8_t *const *hdr, const uint16_t *hdr_len, uint16_t n,
@@ -996,24 +1102,21 @@ static uint16_t flow_fast_unicast(void *state, uint16_t in, uint64_t fast,
 	uint32_t gen = __atomic_load_n(&F->gen, __ATOMIC_ACQUIRE);
 	struct prog_run run = { 0 };    /* stays empty: nothing is counted here */
 	const struct flow_prog *p = NULL;
-	uint16_t i, taken = 0;
+	uint16_t i, taken = 0, alike = 0;
 
 	w->tsc = fb->tsc != 0 ? fb->tsc : rte_rdtsc();
 	w->fast_gen = gen;
+	if (w->alike_skip != 0)
+		return fast_unicast_keyed(F, w, wid, in, gen, fast, hdr, hdr_len, n, fb);
 	for (i = 0; i < n; i++) {
-		uint16_t o = FWD_OUT_MIXED;
-
-		if (p == NULL || !same_as_kept(w, hdr[i], hdr_len[i]))
+		if (p != NULL && same_as_kept(w, hdr[i], hdr_len[i]))
+			alike++;
+		else
 			p = view_program(F, w, wid, in, gen, hdr[i], hdr_len[i], &run);
-		if (p != NULL && p->simple < SW_MAX_PORTS && p->simple != in &&
-		    (fast & (UINT64_C(1) << p->simple)) != 0) {
-			o = p->simple;
-			w->fast_prog[i] = p;
-			w->fast_version[i] = p->version;
-			taken++;
-		}
-		fb->out[i] = o;
+		taken += fast_take(w, p, in, fast, i, fb);
 	}
+	if (w->alike_skip == 0)
+		note_alike(w, true, n, alike);
 	return taken;
 }
 
@@ -1029,7 +1132,11 @@ static void flow_fast_count(void *state, uint16_t in, const uint8_t *const *hdr,
 	struct flow *F = state;
 	unsigned int wid = fb->worker;
 	struct flow_worker *w = &F->w[wid];
-	struct prog_run run = { 0 };
+	/* The run in locals, not a struct prog_run whose address escapes: the compiler then
+	 * keeps it in registers, where a run in memory made each frame wait on the store of
+	 * the frame before. */
+	const struct flow_prog *rp = NULL;
+	uint64_t packets = 0, bytes = 0;
 	uint16_t i;
 
 	for (i = 0; i < n; i++) {
@@ -1039,19 +1146,27 @@ static void flow_fast_count(void *state, uint16_t in, const uint8_t *const *hdr,
 			continue;
 		p = w->fast_prog[i];
 		if (unlikely(p->version != w->fast_version[i])) {
-			flush_run(&run, wid, w->tsc);
-			p = view_program(F, w, wid, in, w->fast_gen, hdr[i], hdr_len[i], &run);
+			struct prog_run none = { 0 };
+
+			/* Counted before view_program() may write a program (RP's slot too). */
+			if (rp != NULL)
+				count_prog(rp, wid, packets, bytes, w->tsc);
+			rp = NULL;
+			p = view_program(F, w, wid, in, w->fast_gen, hdr[i], hdr_len[i], &none);
 			if (p == NULL)          /* made again as uncacheable: the scratch */
 				p = &w->scratch;
 		}
-		if (p != run.p) {
-			flush_run(&run, wid, w->tsc);
-			run.p = p;
+		if (p != rp) {
+			if (rp != NULL)
+				count_prog(rp, wid, packets, bytes, w->tsc);
+			rp = p;
+			packets = bytes = 0;
 		}
-		run.packets++;
-		run.bytes += len[i];
+		packets++;
+		bytes += len[i];
 	}
-	flush_run(&run, wid, w->tsc);
+	if (rp != NULL)
+		count_prog(rp, wid, packets, bytes, w->tsc);
 }
 
 /*
@@ -1347,14 +1462,15 @@ json_t *fwd_flow_removed(void *state, unsigned int max)
 		char cookie[24];
 
 		snprintf(cookie, sizeof(cookie), "0x%" PRIx64, r->cookie);
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:f, s:s, s:i, s:i}",
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:I, s:f, s:s, s:i, s:i, s:b}",
 						   "flow", r->text != NULL ? r->text : "?",
 						   "reason", r->reason, "packets",
 						   (json_int_t)r->packets, "bytes",
 						   (json_int_t)r->bytes, "duration", r->duration,
 						   "cookie", cookie, "idle_timeout",
 						   r->idle_timeout, "hard_timeout",
-						   r->hard_timeout));
+						   r->hard_timeout, "send_flow_rem",
+						   r->send_flow_rem));
 		free(r->text);
 		r->text = NULL;
 		F->removed_head = (F->removed_head + 1) % FLOW_REMOVED_KEEP;

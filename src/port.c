@@ -137,6 +137,10 @@ void port_refresh_link(struct port *p)
 		__atomic_store_n(&p->link_up, vhf_link_up(p->vhf), __ATOMIC_RELAXED);
 		return;
 	}
+	if (p->mff != NULL) {
+		__atomic_store_n(&p->link_up, mff_link_up(p->mff), __ATOMIC_RELAXED);
+		return;
+	}
 	if (p->vxl != NULL) {
 		__atomic_store_n(&p->link_up, vxl_link_up(p), __ATOMIC_RELAXED);
 		return;
@@ -448,7 +452,7 @@ static int probe_device(struct port *p, char *err, size_t err_len)
  * kernel's checksum and segmentation state, so TCP from a namespace never arrived whole.
  */
 /*
- * A port without an ethdev (af_packet, vhost-user fast=1) copies frames into mbufs a burst
+ * A port without an ethdev (af_packet, vhost-user fast) copies frames into mbufs a burst
  * at a time: it reserves a burst's worth of the shared pool.
  */
 static int reserve_burst_pool(struct port *p, char *err, size_t err_len)
@@ -507,7 +511,7 @@ static int open_afpacket(struct port *p, char *err, size_t err_len)
 }
 
 /*
- * vhost-user with fast=1 (vhost_fast.h): sluice drives the vhost library itself, so that
+ * vhost-user, fast (the default; vhost_fast.h): sluice drives the vhost library itself, so that
  * frames between two such ports are copied once. Frames go through mbufs for everything
  * else, and a burst holds at most FWD_MAX_BURST of them.
  */
@@ -532,9 +536,55 @@ static int open_vhost_fast(struct port *p, char *err, size_t err_len)
 	return 0;
 }
 
+/*
+ * memif with fast=1 (memif_fast.h): sluiced speaks the memif server side itself, so that
+ * frames between two such ports are copied once, client memory to client memory. Frames go
+ * through mbufs for everything else, a burst at most.
+ */
+static int open_memif_fast(struct port *p, char *err, size_t err_len)
+{
+	struct rte_ether_addr mac;
+	const char *v;
+	uint32_t id = 0;
+	bool has_mac = false;
+
+	if (clear_stale_socket(p->ps.path, err, err_len) != 0)
+		return -1;
+	if ((v = strstr(p->ps.devargs, ",id=")) != NULL)
+		id = (uint32_t)strtoul(v + strlen(",id="), NULL, 10);
+	if ((v = strstr(p->ps.devargs, ",mac=")) != NULL) {
+		char text[RTE_ETHER_ADDR_FMT_SIZE];
+
+		snprintf(text, sizeof(text), "%.*s", (int)strcspn(v + 5, ","), v + 5);
+		has_mac = rte_ether_unformat_addr(text, &mac) == 0;
+	}
+	if (reserve_burst_pool(p, err, err_len) != 0)
+		return -1;
+	p->ethdev = PORT_NO_ETHDEV;
+	/* No MTU of its own, as with the PMD: the switch enforces one that was given. */
+	publish_mtu(p, p->ps.mtu != 0 ? p->ps.mtu : RTE_ETHER_MTU, p->ps.mtu != 0);
+	p->mff = mff_open(p, p->ps.path, id, has_mac ? &mac : NULL, p->pool, err, err_len);
+	if (p->mff == NULL) {
+		pool_release(p->pool, p->pool_need);
+		p->pool = NULL;
+		return -1;
+	}
+	mff_mac(p->mff, &p->mac);
+	port_refresh_link(p);
+	return 0;
+}
+
 static void remove_device(struct port *p)
 {
 	int rc;
+
+	if (p->mff != NULL) {
+		mff_close(p->mff);
+		p->mff = NULL;
+		pool_release(p->pool, p->pool_need);
+		p->pool = NULL;
+		return;
+	}
 
 	if (p->vhf != NULL) {
 		vhf_close(p->vhf);
@@ -638,6 +688,8 @@ static int port_bring_up(struct port *p, char *err, size_t err_len)
 		return open_afpacket(p, err, err_len);
 	if (p->ps.kind == PORTSPEC_VHOST_USER && p->ps.vhost_fast)
 		return open_vhost_fast(p, err, err_len);
+	if (p->ps.kind == PORTSPEC_MEMIF && p->ps.memif_fast)
+		return open_memif_fast(p, err, err_len);
 	if (p->ps.kind == PORTSPEC_VXLAN)
 		return 0;       /* made by vxl_prepare: nothing here waits */
 	if (probe_device(p, err, err_len) != 0)
@@ -913,11 +965,14 @@ void port_clear_stats(struct port *p)
 	read_counters(p, &p->baseline);
 	p->baseline_missed = 0;
 	p->baseline_missed = port_rx_missed(p);
-	p->baseline_one_copy = p->vhf != NULL ? vhf_one_copy(p->vhf) : 0;
+	p->baseline_one_copy = p->vhf != NULL ? vhf_one_copy(p->vhf) :
+			       p->mff != NULL ? mff_one_copy(p->mff) : 0;
 }
 
 uint64_t port_one_copy(const struct port *p)
 {
+	if (p->mff != NULL)
+		return mff_one_copy(p->mff) - p->baseline_one_copy;
 	return p->vhf != NULL ? vhf_one_copy(p->vhf) - p->baseline_one_copy : 0;
 }
 
@@ -929,6 +984,8 @@ uint64_t port_rx_missed(const struct port *p)
 		return afp_rx_missed(p->afp) - p->baseline_missed;
 	if (p->vhf != NULL)
 		return vhf_rx_missed(p->vhf) - p->baseline_missed;
+	if (p->mff != NULL)
+		return mff_rx_missed(p->mff) - p->baseline_missed;
 	if (p->ethdev == PORT_NO_ETHDEV)
 		return 0;
 	if (rte_eth_stats_get(p->ethdev, &st) != 0)

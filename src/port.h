@@ -19,6 +19,7 @@
 #include <rte_ethdev.h>
 
 #include "capture.h"
+#include "memif_fast.h"
 #include "port_afpacket.h"
 #include "port_vxlan.h"
 #include "portspec.h"
@@ -49,10 +50,11 @@ struct port {
 	uint16_t ethdev;              /* PORT_NO_ETHDEV for the kinds sluice drives itself */
 	uint16_t sw_index;            /* index in its switch */
 	struct afp *afp;              /* af_packet: sluice's own driver (port_afpacket.h) */
-	struct vhf *vhf;              /* vhost-user with fast=1: sluice's own (vhost_fast.h) */
+	struct vhf *vhf;              /* vhost-user, fast (the default): sluice's own (vhost_fast.h) */
 	/* vhf, or NULL while sluiced captures the port (capture.h): the one-copy path leaves
 	 * it out then, as input and as output. Atomic. */
 	struct vhf *vhf_direct;
+	struct mff *mff;              /* memif with fast=1: sluice's own (memif_fast.h) */
 	/* The capture sluiced makes of this port (capture.h); NULL: none. Atomic. */
 	struct cap *cap;
 	struct vxl_tunnel *vxl;       /* vxlan: its tunnel (port_vxlan.h) */
@@ -177,7 +179,8 @@ void port_clear_stats(struct port *p);
 /* Frames the device could not take in (its own counter: they never entered the switch). */
 uint64_t port_rx_missed(const struct port *p);
 
-/* Of the frames P forwarded, those copied straight into another guest (vhost_fast.h). */
+/* Of the frames P forwarded, those copied straight into another guest (vhost_fast.h) or
+ * memif client (memif_fast.h). */
 uint64_t port_one_copy(const struct port *p);
 
 /* Re-reads the link state from the device. */
@@ -201,6 +204,8 @@ static inline uint16_t port_rx_burst(const struct port *p, struct rte_mbuf **pkt
 			cap_rx(c, pkts, got);
 		return got;
 	}
+	if (p->mff != NULL)
+		return mff_rx_burst(p->mff, pkts, n);
 	return rte_eth_rx_burst(p->ethdev, 0, pkts, n);
 }
 
@@ -225,6 +230,8 @@ static inline uint16_t port_tx_burst(const struct port *p, uint16_t q, struct rt
 			return vhf_tx_burst(p->vhf, q, pkts, n);
 		return cap_vhf_tx(c, p->vhf, q, pkts, n);
 	}
+	if (p->mff != NULL)
+		return mff_tx_burst(p->mff, q, pkts, n);
 	if (unlikely(p->vxl != NULL))
 		return vxl_tx_burst(p->vxl, q, pkts, n);
 	return rte_eth_tx_burst(p->ethdev, q, pkts, n);

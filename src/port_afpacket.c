@@ -407,6 +407,28 @@ static void make_vnet(const struct rte_mbuf *m, struct virtio_net_hdr *vh)
 	}
 }
 
+/*
+ * The status of the ring's next frame, after giving the kernel a chance to take what is
+ * queued when that frame is still waiting for it. The kernel sends a transmit ring's frames
+ * only when kicked, and afp_tx_burst kicks only after it has queued something: frames queued
+ * while the interface was down (sendto fails with ENETDOWN and leaves them queued) would
+ * fill the ring and never be kicked again, and the port would send nothing for good once
+ * its link came up. A frame the kernel refused (TP_STATUS_WRONG_FORMAT: it stops there and
+ * would stop there forever) is handed back so that the frames behind it go.
+ */
+static uint32_t next_status(struct afp_txq *t, struct tpacket2_hdr *h)
+{
+	uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+
+	if (likely(status == TP_STATUS_AVAILABLE))
+		return status;
+	if (status == TP_STATUS_WRONG_FORMAT)
+		__atomic_store_n(&h->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
+	if (status == TP_STATUS_WRONG_FORMAT || status == TP_STATUS_SEND_REQUEST)
+		(void)sendto(t->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+}
+
 uint16_t afp_tx_burst(struct afp *a, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct afp_txq *t = &a->txq[q];
@@ -417,9 +439,11 @@ uint16_t afp_tx_burst(struct afp *a, uint16_t q, struct rte_mbuf **pkts, uint16_
 		struct tpacket2_hdr *h = (void *)(r->base + (size_t)r->next * AFP_FRAME_SIZE);
 		uint8_t *at = (uint8_t *)h + AFP_TX_DATA;
 		struct rte_mbuf *m = pkts[i], *s;
-		uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 
-		if (status != TP_STATUS_AVAILABLE)
+		/* Only the burst's first frame may kick: once one is queued, the kick below
+		 * comes anyway. */
+		if (i == 0 ? next_status(t, h) != TP_STATUS_AVAILABLE :
+			     __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE)
 			break;
 		/* Larger than a ring frame (no veth frame is): not taken, so the caller counts
 		 * it as a drop. Freeing it here would free it twice (free_bulk below). */

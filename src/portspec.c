@@ -73,6 +73,7 @@ static const struct kind_def kinds[PORTSPEC_KIND_COUNT] = {
 		{ "rx_queues", V_UINT, false, 1, PORTSPEC_MEMIF_MAX_RX_QUEUES },
 		{ "queues", V_UINT, false, 1, PORTSPEC_MAX_QUEUES },
 		{ "zero_copy", V_BOOL, false, 0, 0 },
+		{ "fast", V_BOOL, false, 0, 0 },
 		{ NULL, 0, false, 0, 0 } } },
 	[PORTSPEC_PCAP] = { "pcap", "net_pcap", false, {
 		{ "rx", V_PATH, false, 0, 0 },
@@ -484,9 +485,13 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 	switch (kind) {
 	case PORTSPEC_VHOST_USER:
 		out->path_is_server = role_is_server(items, n, true);
-		/* sluiced's own data path (vhost_fast.h); the PMD's arguments stay, for
-		 * sluice-gen, which has no other. It reads and fills virtqueue pair 0 only. */
-		out->vhost_fast = is_true(lookup(items, n, "fast"));
+		/* sluiced's own data path (vhost_fast.h), the default: one copy between
+		 * guests. It reads and fills virtqueue pair 0 only, so a port with more
+		 * queues keeps DPDK's net_vhost PMD unless fast=1 asks otherwise (refused
+		 * below), as does fast=0. The PMD's arguments stay, for sluice-gen, which
+		 * has no other. */
+		v = lookup(items, n, "fast");
+		out->vhost_fast = v != NULL ? is_true(v) : out->rx_queues <= 1;
 		if (out->vhost_fast && out->rx_queues > 1)
 			return fail(err, len, "vhost-user: fast=1 receives on one queue: "
 				    "'queues' must be 1 (or give fast=0 for queues=%u)",
@@ -552,6 +557,15 @@ static int build_devargs(enum portspec_kind kind, const struct item *items, unsi
 					    "(a server receives on the rings its client opens)");
 			out->rx_queues = (unsigned int)strtoul(v, NULL, 10);
 		}
+		/* sluiced's own data path (memif_fast.h): the server side only, on one
+		 * receive ring; the PMD's arguments stay, for sluice-gen, which has no other. */
+		out->memif_fast = is_true(lookup(items, n, "fast"));
+		if (out->memif_fast && !out->path_is_server)
+			return fail(err, len, "memif: fast=1 is for role=server only (sluiced's own "
+				    "memif speaks the server side; give fast=0 for a client)");
+		if (out->memif_fast && out->rx_queues > 1)
+			return fail(err, len, "memif: fast=1 receives on one ring: 'queues' must "
+				    "be 1 (or give fast=0 for queues=%u)", out->rx_queues);
 		if ((v = lookup(items, n, "ring_size")) != NULL) {
 			/* Slots, as VPP's "ring-size"; DPDK takes the log2 (rsize), and the
 			 * client's ring size is the one both ends use. */

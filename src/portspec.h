@@ -84,8 +84,9 @@ struct portspec {
 	unsigned int mtu;                    /* mtu=, or 0: the device's own */
 	/* Receive queues: queues= (or a memif client's rx_queues=), or 0: not given (one). */
 	unsigned int rx_queues;
-	bool vhost_fast;                     /* vhost-user fast=1: sluiced's own data path */
+	bool vhost_fast;                     /* vhost-user, not fast=0: sluiced's own path */
 	bool memif_zero_copy;                /* memif zero_copy=yes (client only) */
+	bool memif_fast;                     /* memif fast=1: sluiced's own (server only) */
 	unsigned int n_paths;                /* every file path the spec names */
 	struct portspec_path paths[PORTSPEC_MAX_PATHS];
 	struct portspec_vxlan vxlan;         /* kind vxlan only */

@@ -112,7 +112,8 @@ int sw_attach_port(struct sw *s, struct port *p, int want)
 	s->ops->port_added(s->fwd, (uint16_t)i);
 	/* Release: a worker that sees the pointer sees the port's fields and the fwd state. */
 	__atomic_store_n(&s->ports[i], p, __ATOMIC_RELEASE);
-	if (p->vhf_direct != NULL)
+	/* A fast memif port can be captured by nobody (capture.h): always on the path. */
+	if (p->vhf_direct != NULL || p->mff != NULL)
 		sw_set_fast(s, p, true);
 	s->n_ports++;
 	return 0;

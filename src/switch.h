@@ -18,7 +18,8 @@ struct sw {
 	const struct fwd_ops *ops;        /* read by workers */
 	void *fwd;                        /* read by workers */
 	struct port *ports[SW_MAX_PORTS]; /* read by workers, atomically; NULL: free slot */
-	/* Ports with a one-copy path (vhost-user fast=1, vhost_fast.h); read by workers. */
+	/* Ports with a one-copy path (vhost-user fast, the default, while not captured; memif
+	 * fast=1); read by workers. */
 	uint64_t fast_ports;
 
 	char name[SW_NAME_LEN];

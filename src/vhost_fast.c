@@ -41,7 +41,7 @@
 
 #define VHF_MAX_VRINGS 32             /* 16 queue pairs: workers are at most WK_MAX_WORKERS */
 #define VHF_MAX_REGIONS 64
-#define VHF_MAX_SEGS 64               /* buffers in one frame's chain */
+#define VHF_MAX_SEGS FWD_FRAME_SEGS   /* buffers in one frame's chain */
 #define VHF_MAX_FRAME (64 * 1024 + 64)
 #define VHF_TXQ 1                     /* the guest's transmit queue of pair 0: our input */
 #define VHF_MAX_PORTS PORT_MAX
@@ -117,12 +117,6 @@ struct vhf {
 struct vhf_xlate {
 	const struct vhf_mem *mem;
 	const struct vhf_region *hint;
-};
-
-/* A piece of a frame: where it is in our address space. */
-struct vhf_seg {
-	uint8_t *p;
-	uint32_t len;
 };
 
 /* Socket path -> port, for the library's callbacks, which name a device by its vid. */
@@ -230,7 +224,7 @@ static void used_publish(struct vhf_ring *r)
  * -1 for a chain that is not a readable, translatable, loop-free frame.
  */
 static int take_frame(const struct vhf_dev *d, struct vhf_xlate *x,
-		      const struct vhf_ring *r, uint16_t head, struct vhf_seg *segs,
+		      const struct vhf_ring *r, uint16_t head, struct fwd_seg *segs,
 		      unsigned int max_segs, unsigned int *n_segs)
 {
 	uint32_t skip = d->hdr_len, total = 0;
@@ -282,7 +276,7 @@ enum vhf_put { VHF_PUT_OK, VHF_PUT_FULL, VHF_PUT_BAD };
 
 /* Where the copy into a guest stands: the source segments still to copy. */
 struct vhf_src {
-	const struct vhf_seg *segs;
+	const struct fwd_seg *segs;
 	unsigned int n, i;
 	uint32_t off;
 	uint32_t left;                /* bytes still to copy */
@@ -294,7 +288,7 @@ static inline uint32_t src_copy(struct vhf_src *s, uint8_t *dst, uint32_t room)
 	uint32_t done = 0;
 
 	while (room > 0 && s->left > 0) {
-		const struct vhf_seg *g = &s->segs[s->i];
+		const struct fwd_seg *g = &s->segs[s->i];
 		uint32_t k = RTE_MIN(room, g->len - s->off);
 
 		rte_memcpy(dst + done, g->p + s->off, k);
@@ -415,7 +409,7 @@ undo:
 }
 
 /* Whether a frame of LEN bytes starting with SEG passes MAX_FRAME (worker.c's too_long). */
-static inline bool frame_too_long(const struct vhf_seg *seg, uint32_t len, uint32_t max_frame)
+static inline bool frame_too_long(const struct fwd_seg *seg, uint32_t len, uint32_t max_frame)
 {
 	const struct rte_ether_hdr *eh = (const struct rte_ether_hdr *)seg->p;
 
@@ -449,19 +443,14 @@ static inline bool vring_usable(const struct vhf *v, const struct vhf_dev *d, un
  * small frames has one piece each; a frame that does not fit in what is left ends the
  * burst early (the rest waits in the ring for the next one).
  */
-#define VHF_BURST_SEGS 512
-
-struct vhf_frame {
-	uint16_t head;
-	uint16_t seg, n_segs;
-	int32_t len;                  /* -1: malformed */
-};
+#define VHF_BURST_SEGS FWD_BURST_SEGS
 
 /* Copies frame F (its pieces in SEGS) into ring R's buffers, counting it in RES as sent,
  * too long for MAX_FRAME, or refused (no room). */
 static inline void copy_frame(const struct vhf_dev *d, struct vhf_xlate *x, struct vhf_ring *r,
-			      uint16_t avail, const struct vhf_seg *segs,
-			      const struct vhf_frame *f, uint32_t max_frame, struct vhf_result *res)
+			      uint16_t avail, const struct fwd_seg *segs,
+			      const struct fwd_frame *f, uint32_t max_frame,
+			      struct fwd_direct_result *res)
 {
 	struct vhf_src s;
 
@@ -483,8 +472,8 @@ static inline void copy_frame(const struct vhf_dev *d, struct vhf_xlate *x, stru
  * each frame's pieces, and its first bytes prefetched. Returns the frames read.
  */
 static uint16_t read_burst(const struct vhf_dev *d, struct vhf_xlate *x, struct vhf_ring *r,
-			   const uint16_t *heads, uint16_t n, struct vhf_frame *f,
-			   struct vhf_seg *segs)
+			   const uint16_t *heads, uint16_t n, struct fwd_frame *f,
+			   struct fwd_seg *segs)
 {
 	unsigned int used = 0, k;
 	uint16_t i;
@@ -553,7 +542,7 @@ static inline void prefetch_used(const struct vhf_ring *r, uint16_t n)
  * several buffers shifts the rest): nothing is written or kept.
  */
 static void prefetch_receiver(const struct vhf_ring *r, struct vhf_xlate *x,
-			      const uint16_t *heads, uint16_t n, const struct vhf_frame *f,
+			      const uint16_t *heads, uint16_t n, const struct fwd_frame *f,
 			      uint16_t hdr_len)
 {
 	uint16_t j;
@@ -575,12 +564,12 @@ static void prefetch_receiver(const struct vhf_ring *r, struct vhf_xlate *x,
 }
 
 int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint32_t max_frame,
-		struct vhf_result *res)
+		struct fwd_direct_result *res)
 {
 	struct vhf_dev *di = dev_of(in), *dout = dev_of(out);
-	struct vhf_frame frames[FWD_MAX_BURST];
+	struct fwd_frame frames[FWD_MAX_BURST];
 	uint16_t in_heads[FWD_MAX_BURST], out_heads[FWD_MAX_BURST];
-	struct vhf_seg segs[VHF_BURST_SEGS];
+	struct fwd_seg segs[VHF_BURST_SEGS];
 	struct vhf_xlate xi, xo;
 	struct vhf_ring *rin, *rout;
 	uint16_t n, i, out_avail, n_out;
@@ -612,7 +601,7 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 	n = read_burst(di, &xi, rin, in_heads, n, frames, segs);
 	prefetch_receiver(rout, &xo, out_heads, RTE_MIN(n, n_out), frames, dout->hdr_len);
 	for (i = 0; i < n; i++) {
-		const struct vhf_frame *f = &frames[i];
+		const struct fwd_frame *f = &frames[i];
 
 		used_put(rin, f->head, 0);
 		if (f->len < 0) {
@@ -632,8 +621,91 @@ int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint3
 	return 0;
 }
 
+int vhf_take(struct vhf *in, uint16_t max, struct fwd_frames *b)
+{
+	struct vhf_dev *d = dev_of(in);
+	uint16_t heads[FWD_MAX_BURST], n;
+	struct vhf_xlate x;
+	struct vhf_ring *r;
+
+	if (d == NULL || !vring_usable(in, d, VHF_TXQ))
+		return -1;
+	r = &d->rings[VHF_TXQ];
+	b->src = d;
+	n = (uint16_t)(avail_idx(r) - r->last_avail);
+	n = RTE_MIN(n, RTE_MIN(max, (uint16_t)FWD_MAX_BURST));
+	b->n = 0;
+	if (n == 0)
+		return 0;
+	x = (struct vhf_xlate){ .mem = mem_of(d) };
+	read_heads(r, n, heads);
+	prefetch_used(r, n);
+	b->n = read_burst(d, &x, r, heads, n, b->f, b->segs);
+	return 0;
+}
+
+void vhf_release(struct vhf *in, const struct fwd_frames *b, uint16_t sent)
+{
+	/* The guest the burst was read from: withdrawing it waits for this burst's end. */
+	struct vhf_dev *d = (struct vhf_dev *)(uintptr_t)b->src;
+	struct vhf_ring *r = &d->rings[VHF_TXQ];
+	uint16_t i, malformed = 0;
+
+	if (b->n == 0)
+		return;
+	for (i = 0; i < b->n; i++) {
+		used_put(r, b->f[i].head, 0);
+		malformed += b->f[i].len < 0;
+	}
+	used_publish(r);
+	if (malformed > 0)
+		__atomic_store_n(&in->rx_missed, in->rx_missed + malformed, __ATOMIC_RELAXED);
+	__atomic_store_n(&in->one_copy, in->one_copy + sent, __ATOMIC_RELAXED);
+}
+
+void vhf_put(struct vhf *out, uint16_t q, const struct fwd_frames *b, uint32_t max_frame,
+	     struct fwd_direct_result *res)
+{
+	struct vhf_dev *d = dev_of(out);
+	uint16_t heads[FWD_MAX_BURST], avail = 0, n_out, i;
+	struct vhf_ring *r = NULL;
+	struct vhf_xlate x = { 0 };
+
+	memset(res, 0, sizeof(*res));
+	if (b->n == 0)
+		return;
+	if (d != NULL && vring_usable(out, d, 2u * q)) {
+		r = &d->rings[2u * q];
+		x = (struct vhf_xlate){ .mem = mem_of(d) };
+		avail = avail_idx(r);
+		/* As in vhf_forward(): the receiver's ring and buffers asked for ahead. */
+		n_out = RTE_MIN(b->n, (uint16_t)(avail - r->last_avail));
+		read_heads(r, n_out, heads);
+		prefetch_used(r, n_out);
+		prefetch_receiver(r, &x, heads, n_out, b->f, d->hdr_len);
+	}
+	for (i = 0; i < b->n; i++) {
+		const struct fwd_frame *f = &b->f[i];
+
+		if (f->len < 0) {
+			res->malformed++;
+			continue;
+		}
+		res->rx++;
+		res->rx_bytes += (uint32_t)f->len;
+		if (likely(r != NULL))
+			copy_frame(d, &x, r, avail, b->segs, f, max_frame, res);
+		else if (frame_too_long(&b->segs[f->seg], (uint32_t)f->len, max_frame))
+			res->too_long++;
+		else
+			res->full++;    /* no guest: as vhf_tx_burst() takes nothing then */
+	}
+	if (r != NULL)
+		used_publish(r);
+}
+
 /* Copies a frame of LEN bytes from SEGS into mbufs from POOL; NULL when none are left. */
-static struct rte_mbuf *frame_to_mbuf(struct rte_mempool *pool, const struct vhf_seg *segs,
+static struct rte_mbuf *frame_to_mbuf(struct rte_mempool *pool, const struct fwd_seg *segs,
 				      unsigned int n_segs, uint32_t len)
 {
 	struct vhf_src s = { .segs = segs, .n = n_segs, .left = len };
@@ -664,7 +736,7 @@ static struct rte_mbuf *frame_to_mbuf(struct rte_mempool *pool, const struct vhf
 uint16_t vhf_rx_burst(struct vhf *v, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct vhf_dev *d = dev_of(v);
-	struct vhf_seg segs[VHF_MAX_SEGS];
+	struct fwd_seg segs[VHF_MAX_SEGS];
 	uint16_t avail, i, got = 0;
 	struct vhf_xlate x;
 	struct vhf_ring *r;
@@ -714,9 +786,9 @@ struct vhf_burst {
 	uint16_t chain[FWD_MAX_BURST];        /* view frame -> frames[] */
 	uint16_t heads[FWD_MAX_BURST];
 	uint16_t out_heads[FWD_MAX_BURST];
-	struct vhf_frame frames[FWD_MAX_BURST];
-	struct vhf_frame out_frames[FWD_MAX_BURST];  /* one output's frames, for prefetching */
-	struct vhf_seg segs[VHF_BURST_SEGS];
+	struct fwd_frame frames[FWD_MAX_BURST];
+	struct fwd_frame out_frames[FWD_MAX_BURST];  /* one output's frames, for prefetching */
+	struct fwd_seg segs[VHF_BURST_SEGS];
 	uint8_t hdr_copy[FWD_MAX_BURST][FWD_HDR_BYTES];
 };
 
@@ -735,9 +807,9 @@ void vhf_burst_free(struct vhf_burst *b)
  * Points view frame K at frame F's first bytes: in the guest's buffer when its first piece
  * holds them (nearly always), else gathered into the burst's own copy.
  */
-static void view_frame(struct vhf_burst *b, uint16_t k, const struct vhf_frame *f)
+static void view_frame(struct vhf_burst *b, uint16_t k, const struct fwd_frame *f)
 {
-	const struct vhf_seg *g = &b->segs[f->seg];
+	const struct fwd_seg *g = &b->segs[f->seg];
 	uint32_t want = RTE_MIN((uint32_t)f->len, (uint32_t)FWD_HDR_BYTES);
 
 	b->view.len[k] = (uint32_t)f->len;
@@ -794,13 +866,13 @@ void vhf_burst_cut(struct vhf_burst *b, uint16_t k)
 
 struct rte_mbuf *vhf_burst_mbuf(struct vhf_burst *b, uint16_t k)
 {
-	const struct vhf_frame *f = &b->frames[b->chain[k]];
+	const struct fwd_frame *f = &b->frames[b->chain[k]];
 
 	return frame_to_mbuf(b->in->pool, &b->segs[f->seg], f->n_segs, (uint32_t)f->len);
 }
 
 void vhf_burst_copy(struct vhf_burst *b, const uint16_t *idx, uint16_t n, struct vhf *out,
-		    uint16_t q, uint32_t max_frame, struct vhf_result *res)
+		    uint16_t q, uint32_t max_frame, struct fwd_direct_result *res)
 {
 	struct vhf_dev *d = dev_of(out);
 	struct vhf_xlate x;
@@ -823,12 +895,27 @@ void vhf_burst_copy(struct vhf_burst *b, const uint16_t *idx, uint16_t n, struct
 		b->out_frames[j] = b->frames[b->chain[idx[j]]];
 	prefetch_receiver(r, &x, b->out_heads, n_out, b->out_frames, d->hdr_len);
 	for (j = 0; j < n; j++) {
-		const struct vhf_frame *f = &b->frames[b->chain[idx[j]]];
+		const struct fwd_frame *f = &b->frames[b->chain[idx[j]]];
 
 		copy_frame(d, &x, r, avail, b->segs, f, max_frame, res);
 	}
 	used_publish(r);
 	__atomic_store_n(&b->in->one_copy, b->in->one_copy + res->sent, __ATOMIC_RELAXED);
+}
+
+const struct fwd_seg *vhf_burst_frames(const struct vhf_burst *b, const uint16_t *idx,
+				       uint16_t n, struct fwd_frame *f)
+{
+	uint16_t j;
+
+	for (j = 0; j < n; j++)
+		f[j] = b->frames[b->chain[idx[j]]];
+	return b->segs;
+}
+
+void vhf_burst_copied(struct vhf_burst *b, uint16_t n)
+{
+	__atomic_store_n(&b->in->one_copy, b->in->one_copy + n, __ATOMIC_RELAXED);
 }
 
 void vhf_burst_end(struct vhf_burst *b)
@@ -849,7 +936,7 @@ void vhf_burst_end(struct vhf_burst *b)
 }
 
 /* Points SEGS at M's segments; their count, or 0 for a chain longer than VHF_MAX_SEGS. */
-static unsigned int mbuf_segs(const struct rte_mbuf *m, struct vhf_seg *segs)
+static unsigned int mbuf_segs(const struct rte_mbuf *m, struct fwd_seg *segs)
 {
 	unsigned int n = 0;
 
@@ -862,10 +949,30 @@ static unsigned int mbuf_segs(const struct rte_mbuf *m, struct vhf_seg *segs)
 	return n;
 }
 
+/*
+ * Asks for the lines the next N frames PKTS will most likely touch in ring R, all before
+ * any is waited for, as vhf_forward() does: the avail entries and their descriptors, the
+ * used lines, the first buffers. With the guest on the other CPU each is a miss, and taken
+ * one frame at a time they were waited for one after another.
+ */
+static void prefetch_tx(const struct vhf_dev *d, struct vhf_xlate *x, const struct vhf_ring *r,
+			uint16_t avail, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct fwd_frame frames[FWD_MAX_BURST];
+	uint16_t heads[FWD_MAX_BURST], i;
+
+	n = RTE_MIN(n, RTE_MIN((uint16_t)(avail - r->last_avail), (uint16_t)FWD_MAX_BURST));
+	read_heads(r, n, heads);
+	prefetch_used(r, n);
+	for (i = 0; i < n; i++)
+		frames[i].len = (int32_t)pkts[i]->pkt_len;
+	prefetch_receiver(r, x, heads, n, frames, d->hdr_len);
+}
+
 uint16_t vhf_tx_burst(struct vhf *v, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct vhf_dev *d = dev_of(v);
-	struct vhf_seg segs[VHF_MAX_SEGS];
+	struct fwd_seg segs[VHF_MAX_SEGS];
 	uint16_t avail, sent = 0;
 	struct vhf_xlate x;
 	struct vhf_ring *r;
@@ -875,6 +982,7 @@ uint16_t vhf_tx_burst(struct vhf *v, uint16_t q, struct rte_mbuf **pkts, uint16_
 	r = &d->rings[2u * q];
 	x = (struct vhf_xlate){ .mem = mem_of(d) };
 	avail = avail_idx(r);
+	prefetch_tx(d, &x, r, avail, pkts, n);
 	for (sent = 0; sent < n; sent++) {
 		struct vhf_src s = { .segs = segs, .left = pkts[sent]->pkt_len };
 

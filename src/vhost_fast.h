@@ -1,25 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vhost-user ports of sluice's own (spec key fast=1): DPDK's vhost library speaks the
- * protocol (socket, memory table, vrings, feature negotiation), and this module is the
- * virtqueue data path. Between two such ports a frame is copied once, from the sender's
- * descriptors straight into the receiver's buffers, as netmap's VALE copies between guests:
- * vhf_forward() does that for a whole burst whose output is known before it is read (patch,
- * flow steering by input port), and vhf_burst_*() frame by frame for a switch whose frames
- * decide (learn: known unicast to another such port). Everything else (floods, flow rules
- * that read headers, other port kinds, a port not connected) goes through mbufs with
- * vhf_rx_burst() and vhf_tx_burst(), as the net_vhost PMD's ports do (docs/design.md, "One
- * copy between VMs").
+ * vhost-user ports of sluice's own (the default; spec key fast=0 for the PMD): DPDK's vhost
+ * library speaks the protocol (socket, memory table, vrings, feature negotiation), and this
+ * module is the virtqueue data path. Between two such ports a frame is copied once, from the
+ * sender's descriptors straight into the receiver's buffers, as netmap's VALE copies between
+ * guests: vhf_forward() does that for a whole burst whose output is known before it is read
+ * (patch, flow steering by input port), and vhf_burst_*() frame by frame for a switch whose
+ * frames decide (learn: known unicast to another such port). Everything else (floods, flow
+ * rules that read headers, other port kinds, a port not connected) goes through mbufs with
+ * vhf_rx_burst() and vhf_tx_burst(), as the net_vhost PMD's ports do (docs/design.md, "One copy
+ * between VMs").
  *
  * Split rings only: the packed-ring feature is not offered, nor are indirect descriptors,
  * event index, in-order, checksum and segmentation offloads or dirty-page logging. Mergeable
  * receive buffers and the 12-byte virtio-net header are. Used-ring updates are published
  * and the guest notified (unless it asked for no interrupts) once per ring and burst.
  *
- * Threads: the worker polling the port calls vhf_rx_burst(), vhf_forward() and
- * vhf_burst_take() with the port as input; worker W transmits into guest receive queue W (vring 2W), as with the PMD's
- * per-worker transmit queues. The vhost library's thread publishes a connected guest's rings
- * and memory table, and withdraws them behind an RCU grace period (worker.h) before the
+ * Threads: the worker polling the port calls vhf_rx_burst(), vhf_forward() and vhf_burst_take()
+ * with the port as input; worker W transmits into guest receive queue W (vring 2W), as with the
+ * PMD's per-worker transmit queues. The vhost library's thread publishes a connected guest's
+ * rings and memory table, and withdraws them behind an RCU grace period (worker.h) before the
  * library unmaps anything.
  */
 #ifndef SLUICE_VHOST_FAST_H
@@ -36,17 +36,6 @@
 
 struct vhf;
 struct port;
-
-/* What one vhf_forward() call did, for the worker's counters. */
-struct vhf_result {
-	uint16_t rx;                  /* frames taken from the sender */
-	uint16_t sent;                /* frames copied into the receiver */
-	uint16_t full;                /* no room in the receiver: tx_full */
-	uint16_t too_long;            /* longer than MAX_FRAME: mtu_exceeded */
-	uint16_t malformed;           /* bad chains from the sender, never received: the
-				       * port's rx_missed counts them */
-	uint64_t rx_bytes, sent_bytes;
-};
 
 /*
  * Registers and starts the vhost-user socket PATH (server, or client when CLIENT) for port
@@ -75,7 +64,23 @@ uint16_t vhf_tx_burst(struct vhf *v, uint16_t q, struct rte_mbuf **pkts, uint16_
  * mbuf path, which counts what happens then. Else 0, with R filled.
  */
 int vhf_forward(struct vhf *in, struct vhf *out, uint16_t q, uint16_t max, uint32_t max_frame,
-		struct vhf_result *r);
+		struct fwd_direct_result *r);
+
+/*
+ * The one copy to and from other fast port kinds (fwd.h, struct fwd_frames; memif_fast.h's
+ * mff_take/mff_put/mff_release the same for memif): vhf_take() reads up to MAX frames that
+ * IN's guest sends, as pieces of its memory, and takes them off its ring; -1 when it is not
+ * connected (nothing read). vhf_release() gives the burst's chains back to the guest, once
+ * every copy is made, and counts SENT frames as copied once and the malformed as
+ * rx_missed. vhf_put() copies the frames of B into OUT's guest (worker Q's receive queue),
+ * in order, frames longer than MAX_FRAME (a VLAN tag aside) dropped, and fills R (all of
+ * it: rx, malformed, sent, full, too_long), a guest not connected counting as full, as
+ * vhf_tx_burst() takes nothing then.
+ */
+int vhf_take(struct vhf *in, uint16_t max, struct fwd_frames *b);
+void vhf_release(struct vhf *in, const struct fwd_frames *b, uint16_t sent);
+void vhf_put(struct vhf *out, uint16_t q, const struct fwd_frames *b, uint32_t max_frame,
+	     struct fwd_direct_result *r);
 
 /*
  * A burst for a switch whose frames decide where they go (learn): vhf_burst_take() reads the
@@ -111,7 +116,15 @@ void vhf_burst_cut(struct vhf_burst *b, uint16_t k);
  * sent_bytes.
  */
 void vhf_burst_copy(struct vhf_burst *b, const uint16_t *idx, uint16_t n, struct vhf *out,
-		    uint16_t q, uint32_t max_frame, struct vhf_result *r);
+		    uint16_t q, uint32_t max_frame, struct fwd_direct_result *r);
+/*
+ * For another kind's port (memif_fast.h, mff_put_frames): frames IDX[0..N-1] as entries
+ * into F, in that order; returns the pieces they point into. vhf_burst_copied() then
+ * counts the N frames such a port took in IN's one_copy.
+ */
+const struct fwd_seg *vhf_burst_frames(const struct vhf_burst *b, const uint16_t *idx,
+				       uint16_t n, struct fwd_frame *f);
+void vhf_burst_copied(struct vhf_burst *b, uint16_t n);
 /* Returns the burst's chains (up to the cut) to the sender. */
 void vhf_burst_end(struct vhf_burst *b);
 

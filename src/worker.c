@@ -134,6 +134,9 @@ struct worker {
 	struct vhf_burst *vb;
 	uint16_t vcount[SW_MAX_PORTS], vstart[SW_MAX_PORTS];
 	uint16_t vidx[FWD_MAX_BURST];
+	/* a burst copied once between two fast ports of different kinds (serve_cross); its
+	 * frame entries also hold a group of VB's frames for a memif output (copy_group) */
+	struct fwd_frames ff;
 } __rte_cache_aligned;
 
 /* One frame handed to a worker: sent out of OUT, or (OUT NULL) served as received on IN. */
@@ -589,18 +592,76 @@ static inline void burst_seq_step(struct worker *w)
 }
 
 /*
+ * Counts what a copy straight from IN to OUT did (R), as serve_burst would count the same
+ * frames: the forwarding function's own counters through fixed_count, then the ports'.
+ */
+static void count_direct(struct worker *w, struct sw *s, struct port *in, struct port *out,
+			 const struct fwd_direct_result *r)
+{
+	struct port_counters *ic, *oc;
+
+	if (r->rx + r->malformed == 0)
+		return;
+	if (s->ops->fixed_count != NULL && r->rx > 0)
+		s->ops->fixed_count(s->fwd, in->sw_index, (uint16_t)w->id, r->rx, r->rx_bytes,
+				    w->fb.tsc);
+	ic = &in->counters[w->id];
+	oc = &out->counters[w->id];
+	stats_add(&ic->rx_packets, r->rx);
+	stats_add(&ic->rx_bytes, r->rx_bytes);
+	stats_add(&ic->forwarded, r->sent);
+	stats_add(&oc->tx_packets, r->sent);
+	stats_add(&oc->tx_bytes, r->sent_bytes);
+	if (r->full > 0)
+		stats_add(&ic->drops[port_link_is_up(out) ? STATS_DROP_TX_FULL :
+				     STATS_DROP_LINK_DOWN], r->full);
+	if (r->too_long > 0)
+		stats_add(&ic->drops[STATS_DROP_MTU_EXCEEDED], r->too_long);
+}
+
+/*
+ * A burst between a fast vhost-user port and a fast memif port, either way, whose output
+ * is fixed (serve_vhost_direct, serve_memif_direct): the frames are taken from IN's ring as
+ * pieces of its peer's memory (fwd.h, fwd_frames), copied once into OUT's peer's buffers,
+ * and only then given back to IN's peer; counted as serve_burst would count them. False,
+ * having done nothing, when IN's peer is not connected (the mbuf path then finds nothing).
+ */
+static bool serve_cross(struct worker *w, struct sw *s, struct port *in, struct port *out,
+			uint64_t *got)
+{
+	uint32_t max_frame = __atomic_load_n(&out->max_frame, __ATOMIC_RELAXED);
+	uint16_t q = (uint16_t)w->id, burst = (uint16_t)config.burst;
+	struct fwd_frames *b = &w->ff;
+	struct fwd_direct_result r;
+
+	if ((in->mff != NULL ? mff_take(in->mff, burst, b) : vhf_take(in->vhf, burst, b)) != 0)
+		return false;
+	if (out->mff != NULL)
+		mff_put(out->mff, q, b, max_frame, &r);
+	else
+		vhf_put(out->vhf, q, b, max_frame, &r);
+	if (in->mff != NULL)
+		mff_release(in->mff, b, r.sent);
+	else
+		vhf_release(in->vhf, b, r.sent);
+	count_direct(w, s, in, out, &r);
+	*got += r.rx;
+	return true;
+}
+
+/*
  * A burst from a vhost-user port of sluice's own whose switch sends everything from it to
  * one other such port, unchanged (patch; flow with rules on the input port alone):
  * vhost_fast.h copies each frame from guest to guest, no mbuf in between, and the counters
  * move as serve_burst would move them (the forwarding function's own through fixed_count).
- * Returns false, having done nothing, when the burst must take the mbuf path (another
- * output, a guest not connected), which then counts whatever happens.
+ * To a fast memif port, serve_cross() does the same. Returns false, having done nothing,
+ * when the burst must take the mbuf path (another output, a guest not connected), which
+ * then counts whatever happens.
  */
 static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 {
 	struct sw *s = in->sw;
-	struct port_counters *ic, *oc;
-	struct vhf_result r;
+	struct fwd_direct_result r;
 	struct port *out;
 	uint16_t o;
 
@@ -609,49 +670,44 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
 		return false;
 	o = s->ops->fixed_output(s->fwd, in->sw_index, (uint16_t)w->id);
-	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL ||
-	    __atomic_load_n(&out->vhf_direct, __ATOMIC_RELAXED) == NULL)
+	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL)
+		return false;
+	if (out->mff != NULL)
+		return serve_cross(w, s, in, out, got);
+	if (__atomic_load_n(&out->vhf_direct, __ATOMIC_RELAXED) == NULL)
 		return false;
 	if (vhf_forward(in->vhf, out->vhf, (uint16_t)w->id, (uint16_t)config.burst,
 			__atomic_load_n(&out->max_frame, __ATOMIC_RELAXED), &r) != 0)
 		return false;
-	if (r.rx + r.malformed == 0)
-		return true;
-	if (s->ops->fixed_count != NULL && r.rx > 0)
-		s->ops->fixed_count(s->fwd, in->sw_index, (uint16_t)w->id, r.rx, r.rx_bytes,
-				    w->fb.tsc);
-	ic = &in->counters[w->id];
-	oc = &out->counters[w->id];
-	stats_add(&ic->rx_packets, r.rx);
-	stats_add(&ic->rx_bytes, r.rx_bytes);
-	stats_add(&ic->forwarded, r.sent);
-	stats_add(&oc->tx_packets, r.sent);
-	stats_add(&oc->tx_bytes, r.sent_bytes);
-	if (r.full > 0)
-		stats_add(&ic->drops[port_link_is_up(out) ? STATS_DROP_TX_FULL :
-				     STATS_DROP_LINK_DOWN], r.full);
-	if (r.too_long > 0)
-		stats_add(&ic->drops[STATS_DROP_MTU_EXCEEDED], r.too_long);
+	count_direct(w, s, in, out, &r);
 	*got += r.rx;
 	return true;
 }
 
 /*
  * Sends group IDX[0..N-1] of the burst in VB, frames answered for output O, straight into
- * O's guest, and counts as flush_output() would have counted the same frames as mbufs:
- * sent ones as forwarded and as O's tx, the rest as drops of the input with the reason the
- * output gives (tx_full, link_down, port_removed, mtu_exceeded).
+ * O's guest (or O's memif client), and counts as flush_output() would have counted the
+ * same frames as mbufs: sent ones as forwarded and as O's tx, the rest as drops of the
+ * input with the reason the output gives (tx_full, link_down, port_removed, mtu_exceeded).
  */
 static void copy_group(struct worker *w, struct sw *s, struct port_counters *ic, uint16_t o,
 		       const uint16_t *idx, uint16_t n)
 {
 	struct port *p = sw_port(s, o);
 	struct vhf *vo = p != NULL ? p->vhf : NULL;
-	struct vhf_result r = { .full = n };
+	struct fwd_direct_result r = { .full = n };
 
-	if (vo != NULL)
+	if (vo != NULL) {
 		vhf_burst_copy(w->vb, idx, n, vo, (uint16_t)w->id,
 			       __atomic_load_n(&p->max_frame, __ATOMIC_RELAXED), &r);
+	} else if (p != NULL && p->mff != NULL) {
+		/* A fast memif port: the same frames as pieces, into its client's ring. */
+		const struct fwd_seg *segs = vhf_burst_frames(w->vb, idx, n, w->ff.f);
+
+		mff_put_frames(p->mff, (uint16_t)w->id, segs, w->ff.f, n,
+			       __atomic_load_n(&p->max_frame, __ATOMIC_RELAXED), &r);
+		vhf_burst_copied(w->vb, r.sent);
+	}
 	if (r.sent > 0) {
 		struct port_counters *oc = &p->counters[w->id];
 
@@ -703,14 +759,14 @@ static void copy_direct(struct worker *w, struct sw *s, struct port_counters *ic
 }
 
 /*
- * A burst from a vhost-user port of sluice's own whose switch decides frame by frame
- * (learn; flow when its rules look at headers): the forwarding function answers, from the frames' first bytes, which go as
- * unicast, unchanged, to another such port (fwd_ops.fast_unicast); those are copied guest
- * to guest, per output, and counted here. Every other frame (flood, unknown destination,
- * hairpin, another port kind, a tag to change, a drop) becomes an mbuf and goes through
- * serve_burst() afterwards, which decides and counts it as for any port, so that nothing
- * is lost or counted twice between the two paths. Returns false, having done nothing, when
- * the whole burst must take the mbuf path (no other fast port, the guest not connected).
+ * A burst from a vhost-user port of sluice's own whose switch decides frame by frame (learn;
+ * flow when its rules look at headers): the forwarding function answers, from the frames' first
+ * bytes, which go as unicast, unchanged, to another such port (fwd_ops.fast_unicast); those are
+ * copied guest to guest, per output, and counted here. Every other frame (flood, unknown
+ * destination, hairpin, another port kind, a tag to change, a drop) becomes an mbuf and goes
+ * through serve_burst() afterwards, which decides and counts it as for any port, so that
+ * nothing is lost or counted twice between the two paths. Returns false, having done nothing,
+ * when the whole burst must take the mbuf path (no other fast port, the guest not connected).
  */
 static bool serve_vhost_frames(struct worker *w, struct port *in, uint64_t *got)
 {
@@ -765,6 +821,40 @@ static bool serve_vhost_frames(struct worker *w, struct port *in, uint64_t *got)
 	return true;
 }
 
+/*
+ * A burst from a memif port of sluice's own (memif_fast.h) whose switch sends everything
+ * from it to one other such port, unchanged (patch; flow with rules on the input port
+ * alone): each frame is copied once, client buffer to client buffer (or, to a fast
+ * vhost-user port, into its guest's buffers: serve_cross), and the counters move as
+ * serve_burst would move them. Returns false, having done nothing, when the burst must
+ * take the mbuf path (another output, a client not connected), which then counts it.
+ */
+static bool serve_memif_direct(struct worker *w, struct port *in, uint64_t *got)
+{
+	struct sw *s = in->sw;
+	struct fwd_direct_result r;
+	struct port *out;
+	uint16_t o;
+
+	if (s->ops->fixed_output == NULL ||
+	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
+		return false;
+	o = s->ops->fixed_output(s->fwd, in->sw_index, (uint16_t)w->id);
+	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL)
+		return false;
+	/* vhf_direct: a fast vhost-user port not being captured (capture.h) */
+	if (__atomic_load_n(&out->vhf_direct, __ATOMIC_RELAXED) != NULL)
+		return serve_cross(w, s, in, out, got);
+	if (out->mff == NULL)
+		return false;
+	if (mff_forward(in->mff, out->mff, (uint16_t)w->id, (uint16_t)config.burst,
+			__atomic_load_n(&out->max_frame, __ATOMIC_RELAXED), &r) != 0)
+		return false;
+	count_direct(w, s, in, out, &r);
+	*got += r.rx;
+	return true;
+}
+
 /* Adds a burst's cycles since T0 and its N frames to queue RQ's counters (only this
  * worker writes them; the control thread reads); returns the time it read, the burst's end. */
 static inline uint64_t rxq_account(struct port_rxq *rq, uint64_t t0, uint64_t n)
@@ -785,7 +875,7 @@ static inline uint64_t rxq_account(struct port_rxq *rq, uint64_t t0, uint64_t n)
  * frame's forwarding, so an empty poll's few cycles go to the next burst's queue instead.
  * Idle time is not counted, so a worker that shares its CPU is charged for being
  * descheduled only in proportion to the time it spends serving.
- * A fast=1 vhost-user port has queue 0 only (portspec refuses queues>1 there), so its
+ * A fast vhost-user port has queue 0 only (portspec refuses queues>1 there), so its
  * guest-to-guest path needs no queue number.
  */
 static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q, uint64_t *clock)
@@ -804,6 +894,18 @@ static inline uint64_t poll_port(struct worker *w, const struct wk_rxq *q, uint6
 
 		burst_seq_step(w);
 		done = serve_vhost_direct(w, p, &got) || serve_vhost_frames(w, p, &got);
+		burst_seq_step(w);
+		if (done) {
+			if (got > 0)
+				*clock = rxq_account(rq, t0, got);
+			return got;
+		}
+	}
+	if (p->mff != NULL) {
+		bool done;
+
+		burst_seq_step(w);
+		done = serve_memif_direct(w, p, &got);
 		burst_seq_step(w);
 		if (done) {
 			if (got > 0)

@@ -1,5 +1,6 @@
 """`sluicectl capture`: packets of one sluiced port to a pcapng file, with DPDK's dpdk-dumpcap,
-or, for the vhost-user ports of sluiced's own data path (fast=1), with sluiced's own capture.
+or, for the vhost-user ports of sluiced's own data path (the default, fast), with sluiced's
+own capture.
 
 sluiced initialises rte_pdump, so dpdk-dumpcap, a DPDK secondary process started with the
 daemon's file prefix, can ask it to copy what a port receives and sends into a ring that
@@ -12,9 +13,10 @@ but each pcapng packet block carries its direction (epb_flags). For `--direction
 both are captured into a temporary file that is watched until COUNT packets of the wanted
 direction are in it, and then only those are written to the output file.
 
-A fast=1 vhost-user port has no ethdev for dumpcap to attach to. For such a port sluiced
-captures itself (src/capture.c): `capture-start` on a connection of this module's own takes
-the port off the one-copy path and makes the daemon copy its frames into a ring, which
+A fast vhost-user port (the default; not fast=0) has no ethdev for dumpcap to attach to.
+For such a port sluiced captures itself (src/capture.c): `capture-start` on a connection
+of this module's own takes the port off the one-copy path and makes the daemon copy its
+frames into a ring, which
 `capture-read` empties (frames in base64, with their time and direction); this module
 writes them to pcapng itself, and `capture-stop` (or the connection's end, should sluicectl
 die) ends it. Options, output lines and Ctrl-C behave as with dumpcap.
@@ -124,7 +126,7 @@ class Target:
 
 @dataclass(frozen=True)
 class OwnTarget:
-    """A port without an ethdev, which sluiced captures itself (vhost-user, fast=1)."""
+    """A port without an ethdev, which sluiced captures itself (vhost-user, fast)."""
 
     switch: str
     port: str
@@ -317,7 +319,7 @@ def run_own_capture(connect: Connect, target: OwnTarget, path: Path, count: int,
                 f.close()
                 path.unlink()
             raise CaptureError(e.message) from None
-        print(f"capturing {direction} on {target.port} ({target.kind}, fast=1; captured by "
+        print(f"capturing {direction} on {target.port} ({target.kind}, fast; captured by "
               f"sluiced) to {path}; Ctrl-C stops", file=out, flush=True)
         deadline = began + duration if duration else None
         packets = 0

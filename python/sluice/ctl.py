@@ -340,7 +340,8 @@ VERBS: tuple[Verb, ...] = (
          "(default 1000; 0: no limit), after --duration seconds, or on Ctrl-C, whichever "
          "comes first, then says how many packets FILE holds. Needs root and the DPDK "
          "sluiced is built on; costs the daemon nothing while no capture runs (see "
-         "docs/operations.md). A vhost-user port with fast=1 has no ethdev: sluiced "
+         "docs/operations.md). A fast vhost-user port (the default; not fast=0) has no "
+         "ethdev: sluiced "
          "captures it itself (no dpdk-dumpcap, no root needed), taking it off the "
          "one-copy path while the capture runs.",
          ("capture br0 vm1 -w /tmp/vm1.pcapng",

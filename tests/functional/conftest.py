@@ -10,13 +10,14 @@ import contextlib
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -79,6 +80,66 @@ def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
             proc.kill()
             proc.wait()
     return proc.returncode
+
+class PmdPeer:
+    """A dpdk-testpmd on CPU 0 with one port, device VDEV (a container's virtio-user, a
+    memif client, ...), forwarding in MODE: the real peer of a switch port in tests."""
+
+    def __init__(self, workdir: Path, name: str, prefix: str, vdev: str, mode: str) -> None:
+        self.prefix = f"{prefix}{os.getpid()}{name}"
+        self.log = workdir / f"testpmd-{name}.log"
+        self.cmd = [TESTPMD, "--lcores", "0@0,1@0", "--no-pci", "--file-prefix", self.prefix,
+                    "--single-file-segments", "--in-memory", "-m", "256",
+                    "--vdev", vdev, "--log-level=*:warning", "--",
+                    f"--forward-mode={mode}", "--stats-period", "1", "--nb-cores", "1",
+                    "--txd", "512", "--rxd", "512"]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Self:
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        return self
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def stop(self) -> int:
+        rc = stop_process(self.proc, sig=2) if self.proc is not None else 0
+        self.proc = None
+        remove_hugepage_files(self.prefix)
+        return rc
+
+    def kill(self) -> None:
+        """Ends it as a crash would: no goodbye on its socket."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+        remove_hugepage_files(self.prefix)
+
+    def wait_forwarding(self) -> None:
+        """Until testpmd forwards: before that it reads and discards (uncounted) whatever
+        is in its receive ring (flush_fwd_rx_queues)."""
+        wait_for(lambda: "Rx-pps" in self.log.read_text(), 30)
+
+    def counts(self) -> dict[str, int]:
+        """The final 'Forward statistics for port 0' block."""
+        text = self.log.read_text()
+        block = text.rsplit("Forward statistics for port 0", 1)[-1]
+        found = {}
+        for key in ("RX-packets", "TX-packets"):
+            m = re.search(key + r":\s+(\d+)", block)
+            assert m, text[-3000:]
+            found[key] = int(m.group(1))
+        return found
+
+
+
+def links(d: Daemon) -> dict[str, str]:
+    """Each port's link, 'up' or 'down', by name."""
+    return {p["name"]: p["link"] for p in d.call("list-ports")}
 
 
 class Daemon:

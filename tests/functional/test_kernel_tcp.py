@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import Daemon, assert_accounting
+from conftest import Daemon, assert_accounting, wait_for
 
 IPERF = shutil.which("iperf3")
 pytestmark = pytest.mark.skipif(IPERF is None, reason="iperf3 not installed "
@@ -172,3 +172,31 @@ def test_tcp_between_namespaces_over_af_xdp(daemon: Daemon, hosts: Hosts) -> Non
     offloads = run("ip", "netns", "exec", hosts.ns[0], "ethtool", "-k", "eth0").stdout
     assert "tx-checksumming: on" in offloads
     check_tcp(daemon, hosts)
+
+
+def test_af_packet_port_sends_again_after_its_link_comes_up(daemon: Daemon,
+                                                             hosts: Hosts) -> None:
+    """Frames patched to an af_packet port whose link is down fill its transmit ring (the
+    kernel refuses to send them); once the link comes up, the port sends again, and what
+    was lost while it was down is counted."""
+    daemon.call("add-switch", name="br0")
+    for i in (0, 1):
+        hosts.veth(i)
+    run("ip", "link", "set", "dev", hosts.switch_side[1], "down")
+    for i in (0, 1):
+        daemon.call("add-port", switch="br0", name=f"p{i}",
+                    spec=f"af_packet:iface={hosts.switch_side[i]}")
+    daemon.call("patch", switch="br0", port1="p0", port2="p1")
+    # 300 broadcast pings, more than the 64 frames of the down port's transmit ring
+    run("ip", "netns", "exec", hosts.ns[0], "ping", "-b", "-q", "-c", "300", "-i", "0.002",
+        "-W", "0.01", "10.91.0.255", check=False)
+    wait_for(lambda: daemon.port_stats("br0")["p0"]["rx_packets"] >= 300, timeout=10)
+    stats = daemon.port_stats("br0")
+    assert stats["p0"]["drops"]["link_down"] > 0, stats["p0"]
+    assert_accounting(stats)
+    run("ip", "link", "set", "dev", hosts.switch_side[1], "up")
+    ping = subprocess.run(["ip", "netns", "exec", hosts.ns[0], "ping", "-c", "3", "-i", "0.2",
+                           "-w", "10", hosts.addr[1]], capture_output=True, text=True,
+                          timeout=20)
+    assert ping.returncode == 0, (ping.stdout, daemon.port_stats("br0"))
+    assert_accounting(daemon.port_stats("br0"))

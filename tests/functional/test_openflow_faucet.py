@@ -99,6 +99,19 @@ def tcp_connects(hosts: NetHosts, i: int, j: int, port: int) -> bool:
     return r.returncode == 0
 
 
+def move_diagnostics(daemon: Daemon, faucet: Proc, workdir: Path) -> str:
+    """What a failed host move leaves to read: Faucet's log, the ports' counters and
+    links, the rules with their counts, the agent's status."""
+    ports = daemon.call("list-ports")
+    flows = daemon.call("dump-flows", switch="br0")["flows"]
+    status = daemon.call("get-controller", switch="br0")["status"]
+    log = (workdir / "faucet.log").read_text(errors="replace")
+    return "\n".join(["the moved host is not reached or not learned", f"ports: {ports}",
+                      "flows:", *(str(f) for f in flows), f"agent: {status}",
+                      "faucet.log:", log[-6000:], "faucet.out:", faucet.text()[-2000:],
+                      "sluiced log:", daemon.log.read_text(errors="replace")[-3000:]])
+
+
 def test_faucet_pipeline(daemon: Daemon, hosts: NetHosts, workdir: Path) -> None:
     add_ports(daemon, "br0", hosts)      # p1..p3 the hosts', p4 the spare for the move
     of_port, prom_port = free_tcp_port(), free_tcp_port()
@@ -150,10 +163,18 @@ def test_faucet_pipeline(daemon: Daemon, hosts: NetHosts, workdir: Path) -> None
         run("ip", "-n", ns3, "addr", "add", f"{hosts.addr[2]}/24", "dev", moved)
         run("ip", "-n", ns3, "link", "set", moved, "up")
         run("ip", "link", "set", hosts.ifaces[3], "up")
-        wait_for(lambda: hosts.ping(2, 0, count=1), timeout=20)
-        flows = daemon.call("dump-flows", switch="br0")["flows"]
-        assert any(f"dl_src={mac}" in f["match"] and "in_port=p4" in f["match"]
-                   for f in flows), flows
+        try:
+            wait_for(lambda: hosts.ping(2, 0, count=1), timeout=30)
+        except AssertionError as e:
+            raise AssertionError(move_diagnostics(daemon, faucet, workdir)) from e
+        # The ping can pass by flooding before Faucet's packet-in handling has put the
+        # learned rule in: wait for the rule.
+        try:
+            wait_for(lambda: any(f"dl_src={mac}" in f["match"] and "in_port=p4" in f["match"]
+                                 for f in daemon.call("dump-flows", switch="br0")["flows"]),
+                     timeout=10)
+        except AssertionError as e:
+            raise AssertionError(move_diagnostics(daemon, faucet, workdir)) from e
         assert hosts.ping(0, 2, count=2)
 
         status = daemon.call("get-controller", switch="br0")["status"]

@@ -404,13 +404,20 @@ def test_packet_in_out_and_flow_removed(ctl: Controller, daemon: Daemon, ports: 
     pin = ctl.expect(p.OFPPacketIn, timeout=5)
     assert pin.match["in_port"] == 2 and bytes(pin.data) == out
 
-    # a rule with send_flow_rem and a hard timeout leaves a flow-removed
+    # a rule with send_flow_rem and a hard timeout leaves a flow-removed; one without the
+    # flag, removed by the same kind of timeout at the same moment, leaves none
+    ctl.send(flow_mod(priority=8, cookie=0x4, hard_timeout=1, match=p.OFPMatch(in_port=1),
+                      instructions=apply(p.OFPActionOutput(2))))
     ctl.send(flow_mod(priority=9, cookie=0x5, hard_timeout=1, flags=ofp.OFPFF_SEND_FLOW_REM,
                       match=p.OFPMatch(in_port=2), instructions=apply(p.OFPActionOutput(1))))
     rem = ctl.expect(p.OFPFlowRemoved, timeout=6)
     assert rem.reason == ofp.OFPRR_HARD_TIMEOUT and rem.priority == 9
     assert rem.match["in_port"] == 2
     assert rem.cookie == 0x5 and rem.hard_timeout == 1 and rem.idle_timeout == 0
+    wait_for(lambda: not any(f["priority"] == 8 for f in daemon.call(
+        "dump-flows", switch="br0")["flows"]), timeout=5)
+    with pytest.raises(TimeoutError):
+        ctl.expect(p.OFPFlowRemoved, timeout=1.5)
 
     # OFPCML_NO_BUFFER: the whole frame, not its first 128 bytes
     big = frame(payload=b"x" * 900)

@@ -6,10 +6,7 @@ pcap files, so that every byte of every frame is compared."""
 
 from __future__ import annotations
 
-import os
-import re
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,62 +16,19 @@ from scapy.all import Ether, Raw, rdpcap, wrpcap  # type: ignore
 from scapy.layers.inet import UDP as UDP_LAYER
 
 from conftest import (
-    TESTPMD,
     Daemon,
+    PmdPeer,
     assert_accounting,
-    remove_hugepage_files,
-    stop_process,
+    links,
     wait_for,
 )
 
 
-class Guest:
+class Guest(PmdPeer):
     """A dpdk-testpmd on CPU 0 over virtio-user: a container's virtio-net."""
 
     def __init__(self, workdir: Path, name: str, sock: Path, mode: str) -> None:
-        self.prefix = f"slvf{os.getpid()}{name}"
-        self.log = workdir / f"testpmd-{name}.log"
-        self.cmd = [TESTPMD, "--lcores", "0@0,1@0", "--no-pci", "--file-prefix", self.prefix,
-                    "--single-file-segments", "--in-memory", "-m", "256",
-                    "--vdev", f"net_virtio_user0,path={sock}", "--log-level=*:warning", "--",
-                    f"--forward-mode={mode}", "--stats-period", "1", "--nb-cores", "1",
-                    "--txd", "512", "--rxd", "512"]
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Guest:
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
-        return self
-
-    def signal(self, sig: int) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-
-    def stop(self) -> int:
-        rc = stop_process(self.proc, sig=2) if self.proc is not None else 0
-        self.proc = None
-        remove_hugepage_files(self.prefix)
-        return rc
-
-    def kill(self) -> None:
-        """Ends it as a crash would: no goodbye on the vhost-user socket."""
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait()
-        self.proc = None
-        remove_hugepage_files(self.prefix)
-
-    def counts(self) -> dict[str, int]:
-        """The final 'Forward statistics for port 0' block."""
-        text = self.log.read_text()
-        block = text.rsplit("Forward statistics for port 0", 1)[-1]
-        found = {}
-        for key in ("RX-packets", "TX-packets"):
-            m = re.search(key + r":\s+(\d+)", block)
-            assert m, text[-3000:]
-            found[key] = int(m.group(1))
-        return found
+        super().__init__(workdir, name, "slvf", f"net_virtio_user0,path={sock}", mode)
 
 
 @pytest.fixture
@@ -85,9 +39,6 @@ def guests() -> Iterator[list[Guest]]:
         g.signal(signal.SIGCONT) if g.proc is not None else None
         g.stop()
 
-
-def links(d: Daemon) -> dict[str, str]:
-    return {p["name"]: p["link"] for p in d.call("list-ports")}
 
 
 def two_fast_ports(d: Daemon, workdir: Path, mode: str = "patch", extra: str = "") -> None:
@@ -533,30 +484,35 @@ FLOW_MIX_RULES = {
 }
 
 
-def flow_mixed_frames() -> list[Ether]:
+def flow_mixed_frames(interleaved: bool = False) -> list[Ether]:
     """300 UDP frames whose destination ports pick the rules above (6: no rule, a table
-    miss), in runs and mixes; lengths 60 to 1514, every payload different."""
+    miss), in runs and mixes; lengths 60 to 1514, every payload different. INTERLEAVED:
+    before the last run, every frame has a source port of its own (a flow of its own, no
+    frame like the one before), which turns the switch to keying whole bursts in passes
+    (fwd_flow.c, fast_unicast_keyed)."""
     from scapy.layers.inet import IP
     pattern = [1, 1, 2, 3, 1, 4, 5, 6, 2, 2, 1, 3, 4]
     frames = []
     for i in range(300):
         dport = pattern[i % len(pattern)] if i < 260 else 1     # a run of one flow last
         size = 60 + (i * 37) % 1455
+        sport = 5000 + i if interleaved and i < 260 else 5000
         head = Ether(src="02:00:00:00:03:01", dst="02:00:00:00:03:02") / IP(
-            src="10.3.0.1", dst="10.3.0.2") / UDP_LAYER(sport=5000, dport=dport)
+            src="10.3.0.1", dst="10.3.0.2") / UDP_LAYER(sport=sport, dport=dport)
         body = bytes((i * 13 + j) & 0xFF for j in range(size - len(head)))
         frames.append(head / Raw(i.to_bytes(2, "big") + body[2:]))
     return frames
 
 
+@pytest.mark.parametrize("interleaved", [False, True], ids=["runs", "interleaved"])
 def test_flow_mixed_burst_loses_nothing(daemon: Daemon, guest_daemon: Daemon,
-                                        workdir: Path) -> None:
+                                        workdir: Path, interleaved: bool) -> None:
     """Bursts mixing flows on a flow switch of three fast ports and a pcap port, the rules on
     UDP ports: frames whose rule sends them unchanged to vm2 or vm3 are decided from their
     headers in the guest's buffer and copied guest to guest; frames to the pcap port, with a
     header change, dropped by a rule or missing every rule take the mbuf path. Every frame is
     counted once, on its port and on its rule, and each output gets exactly its frames, in
-    order."""
+    order. Interleaved, the same with every frame a flow of its own."""
     daemon.call("add-switch", name="br0", mode="flow")
     for vm in ("vm1", "vm2", "vm3"):
         daemon.call("add-port", switch="br0", name=vm,
@@ -565,7 +521,7 @@ def test_flow_mixed_burst_loses_nothing(daemon: Daemon, guest_daemon: Daemon,
     daemon.call("add-flows", switch="br0", flows=[
         f"priority=10,udp,in_port=vm1,tp_dst={p},actions={a}"
         for p, (a, _) in FLOW_MIX_RULES.items()])
-    frames = flow_mixed_frames()
+    frames = flow_mixed_frames(interleaved)
     replay_from_guest(daemon, guest_daemon, workdir, frames)
     time.sleep(1)
     stats = daemon.port_stats("br0")

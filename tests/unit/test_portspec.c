@@ -116,10 +116,41 @@ static void check_probe_string(void **state)
 	assert_int_equal(ps.rx_queues, 0);
 }
 
+/* vhost-user ports take sluiced's one-copy path unless fast=0 or several queues say not. */
+static void check_vhost_fast_default(void **state)
+{
+	static const struct { const char *spec; bool fast; } rows[] = {
+		{ "vhost-user:path=/x", true },
+		{ "vhost-user:client,path=/x", true },
+		{ "vhost-user:path=/x,fast=1", true },
+		{ "vhost-user:path=/x,fast=yes,queues=1", true },
+		{ "vhost-user:path=/x,fast=0", false },
+		{ "vhost-user:path=/x,fast=no", false },
+		{ "vhost-user:path=/x,queues=2", false },
+		{ "vhost-user:path=/x,queues=2,fast=0", false },
+	};
+	char err[PORTSPEC_ERR_LEN];
+	struct portspec ps;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(portspec_parse(rows[i].spec, "p1", 1, &ps, err, sizeof(err)), 0);
+		if (ps.vhost_fast != rows[i].fast)
+			fail_msg("%s: vhost_fast %d, expected %d", rows[i].spec, ps.vhost_fast,
+				 rows[i].fast);
+	}
+	/* A worker count above 1 does not turn it off: the PMD's queues follow the workers. */
+	assert_int_equal(portspec_parse("vhost-user:path=/x", "p1", 4, &ps, err, sizeof(err)), 0);
+	assert_true(ps.vhost_fast);
+	assert_int_equal(portspec_parse("tap:name=t0", "p1", 1, &ps, err, sizeof(err)), 0);
+	assert_false(ps.vhost_fast);
+}
+
 int main(int argc, char **argv)
 {
 	static struct spec_case cases[MAX_CASES];
-	static struct CMUnitTest tests[MAX_CASES + 1];
+	static struct CMUnitTest tests[MAX_CASES + 2];
 	int n, i;
 
 	if (argc < 2) {
@@ -133,5 +164,7 @@ int main(int argc, char **argv)
 		tests[i] = (struct CMUnitTest){ .name = cases[i].name, .test_func = check_case,
 						.initial_state = &cases[i] };
 	tests[n] = (struct CMUnitTest){ .name = "probe string", .test_func = check_probe_string };
-	return _cmocka_run_group_tests("portspec", tests, (size_t)n + 1, NULL, NULL);
+	tests[n + 1] = (struct CMUnitTest){ .name = "vhost-user fast by default",
+					    .test_func = check_vhost_fast_default };
+	return _cmocka_run_group_tests("portspec", tests, (size_t)n + 2, NULL, NULL);
 }

@@ -253,6 +253,10 @@ class Agent:
             self.counters.packet_ins_dropped += 1
 
     def flow_removed(self, p: dict[str, Any]) -> None:
+        # OpenFlow 1.3 tells a controller of a removed rule only when the rule had
+        # OFPFF_SEND_FLOW_REM; sluiced records timeouts of every rule (flows-removed).
+        if not p.get("send_flow_rem", False):
+            return
         text = p["flow"]
         fields = dict(t.split("=", 1) for t in text.split(",")[:2])
         rest = ",".join(text.split(",")[2:])
