@@ -1,6 +1,8 @@
 """sluice-bench --gen-driver: the generator's end of a vhost-user link is sluice-gen's own
-virtio-raw driver with --gen-driver virtio-raw, DPDK's virtio-user by default; where the
-switch's port is a vhost-user client (OVS-DPDK), the generator's end is the server."""
+virtio-raw driver with --gen-driver virtio-raw, DPDK's virtio-user with virtio-user, and by
+default (auto) virtio-raw where it serves: run, compare and sweep with fixed sizes up to
+1518 B; where the switch's port is a vhost-user client (OVS-DPDK), the generator's end is
+the server."""
 
 from __future__ import annotations
 
@@ -11,14 +13,32 @@ from sluice.bench.scenarios import parse, topology
 from sluice.bench.switches import ADAPTERS, Context
 
 
-def options(*extra: str) -> dict[str, str]:
-    args = cli.make_parser().parse_args(["run", "--switch", "testpmd", *extra])
-    return cli.settings(args, args.switch, args.baseline).switch_options
+def options(*extra: str, command: str = "run") -> dict[str, str]:
+    which = ["sluice:patch", "testpmd:io"] if command == "compare" else ["--switch", "testpmd"]
+    args = cli.make_parser().parse_args([command, *which, *extra])
+    keys, baseline = cli.compare_keys(args) if command == "compare" else (args.switch,
+                                                                          args.baseline)
+    return cli.settings(args, keys, baseline).switch_options
 
 
-def test_default_keeps_virtio_user() -> None:
-    assert options() == {}
+RAW = {"gen_vhost": "virtio-raw", "gen_vhost_auto": "1"}
+
+
+def test_auto_takes_virtio_raw_where_it_serves() -> None:
+    assert options() == RAW                        # run's default sizes, 64 and 1500
+    assert options("--sizes", "64,1518") == RAW
+    assert options("--matrix", "default") == RAW
+    assert options("--param", "flows", "--values", "1,1000", command="sweep") == RAW
+    assert options("--sizes", "64", command="compare") == RAW
+
+
+def test_auto_keeps_virtio_user_where_raw_does_not_serve() -> None:
     assert options("--gen-driver", "virtio-user") == {}
+    assert options("--sizes", "64,imix") == {}              # IMIX: several sizes a trial
+    assert options("--sizes", "64,9018") == {}              # jumbo frames
+    assert options("--param", "size", "--values", "64,1500", command="sweep") == {}
+    assert options("--param", "ring", "--values", "256", command="sweep") == {}
+    assert options(command="ndr") == {}                     # deep rings
 
 
 def test_virtio_raw_for_every_vhost_switch(tmp_path: Path) -> None:
@@ -78,3 +98,16 @@ def test_virtio_raw_only_for_generator_and_sink_ports(tmp_path: Path) -> None:
     link = topology(parse("v2v", "memif", "uni"), tmp_path, "v").links[0]
     assert sw.gen_spec(link) == f"virtio-raw:path={link.path}"
     assert sw.gen_spec(link, raw=False) == f"virtio-user:path={link.path}"
+
+
+def test_auto_keeps_virtio_user_for_vpp_unless_named(tmp_path: Path) -> None:
+    """VPP has not met virtio-raw here: auto leaves its links on virtio-user, a named
+    --gen-driver virtio-raw does not."""
+    topo = topology(parse("v2v", "memif", "uni"), tmp_path, "t")
+    link = topo.links[0]
+    for extra, want in (((), "virtio-user"), (("--gen-driver", "virtio-raw"), "virtio-raw")):
+        opts = options(*extra)
+        ctx = Context(work=tmp_path, tag="t", switch_cpu=1, ctl_cpu=0, repo=tmp_path,
+                      extra=opts)
+        assert ADAPTERS["vpp"](ctx, "xconnect").gen_spec(link) == f"{want}:path={link.path}"
+        assert ADAPTERS["testpmd"](ctx, "io").gen_spec(link) == f"virtio-raw:path={link.path}"

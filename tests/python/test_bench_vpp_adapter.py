@@ -110,10 +110,11 @@ def test_vpp_on_path_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_the_cli_passes_the_prefix_to_the_adapters(tmp_path: Path) -> None:
     args = cli.make_parser().parse_args(["run", "--switch", "vpp", "--vpp-prefix",
-                                         str(tmp_path)])
+                                         str(tmp_path), "--gen-driver", "virtio-user"])
     s = cli.settings(args, args.switch, args.baseline)
     assert s.switch_options == {"vpp_prefix": str(tmp_path.resolve())}
-    args = cli.make_parser().parse_args(["run", "--switch", "vpp"])
+    args = cli.make_parser().parse_args(["run", "--switch", "vpp", "--gen-driver",
+                                         "virtio-user"])
     assert cli.settings(args, args.switch, args.baseline).switch_options == {}
 
 

@@ -22,6 +22,7 @@ from sluice.bench.switches import ADAPTERS
 
 REPO = Path(__file__).resolve().parents[3]
 PROG = "sluice-bench"
+RAW_GEN_MAX_FRAME = 1518   # the longest frame sluice-gen's virtio-raw ports send
 
 # make bench's matrix (issue 7): v2v and p2p (both stand-ins) at 64 and 1500 B one way,
 # loopback-1 and loopback-3 at 64 B; latency at three loads for p2p and at 1 Mpps for v2v.
@@ -223,14 +224,16 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen", type=Path, default=None,
                    help="the sluice-gen to use (default build/tools/gen/sluice-gen); "
                         "loopback needs one with --vnf-in")
-    p.add_argument("--gen-driver", choices=("virtio-user", "virtio-raw"),
-                   default="virtio-user",
-                   help="the generator's end of each vhost-user link: DPDK's virtio-user "
-                        "(default) or sluice-gen's own virtio driver, virtio-raw, which "
-                        "leaves it more headroom (docs/gen.md, 'VIRTIO-RAW PORTS'; one frame "
-                        "size up to 1518 B; where the switch's vhost-user ports are clients, "
-                        "as OVS-DPDK's, the generator's end is the server, server=1, with "
-                        "either driver)")
+    p.add_argument("--gen-driver", choices=("auto", "virtio-user", "virtio-raw"),
+                   default="auto",
+                   help="the generator's end of each vhost-user link it sends and receives "
+                        "on: DPDK's virtio-user or sluice-gen's own virtio driver, "
+                        "virtio-raw, which leaves it more headroom (docs/gen.md, 'VIRTIO-RAW "
+                        "PORTS'; one frame size up to 1518 B); auto (default): virtio-raw for "
+                        "run, compare and sweep when every frame size is fixed and at most "
+                        "1518 B and a sweep varies neither size nor ring, else virtio-user. "
+                        "Where the switch's vhost-user ports are clients, as OVS-DPDK's, the "
+                        "generator's end is the server, server=1, with either driver")
     p.add_argument("--placement-monitor", type=Path, default=None,
                    help="the vCPU-placement monitor (default bin/sluice-placement; rows are "
                         "'unlabelled' without one)")
@@ -684,6 +687,23 @@ def settings(args: argparse.Namespace, keys: tuple[str, ...], baseline: str) -> 
                     **latency_settings(args))  # type: ignore[arg-type]
 
 
+def gen_driver(args: argparse.Namespace) -> str:
+    """--gen-driver with auto resolved: sluice-gen's own virtio driver where it serves (run,
+    compare and sweep; every frame size fixed and at most 1518 B; a sweep over neither size
+    nor ring, whose values it does not take), DPDK's virtio-user elsewhere (ndr's deep
+    rings, IMIX, jumbo frames)."""
+    chosen: str = getattr(args, "gen_driver", "virtio-user")
+    if chosen != "auto":
+        return chosen
+    if getattr(args, "command", None) not in ("run", "compare", "sweep"):
+        return "virtio-user"
+    if getattr(args, "param", None) in ("size", "ring"):
+        return "virtio-user"
+    every = [size for _, sizes_ in units(args) for size in sizes_]
+    fixed = bool(every) and all(size != IMIX and size <= RAW_GEN_MAX_FRAME for size in every)
+    return "virtio-raw" if fixed else "virtio-user"
+
+
 def switch_options(args: argparse.Namespace) -> dict[str, str]:
     """The options adapters read from Context.extra (vpp_prefix; the ACL of --rules; the
     generator's vhost-user driver, gen_vhost)."""
@@ -691,8 +711,11 @@ def switch_options(args: argparse.Namespace) -> dict[str, str]:
     out = {"vpp_prefix": str(prefix.resolve())} if prefix else {}
     if getattr(args, "rules", None) is not None:
         out["rules"] = str(args.rules)
-    if getattr(args, "gen_driver", "virtio-user") != "virtio-user":
-        out["gen_vhost"] = args.gen_driver
+    driver = gen_driver(args)
+    if driver != "virtio-user":
+        out["gen_vhost"] = driver
+        if getattr(args, "gen_driver", "virtio-user") == "auto":
+            out["gen_vhost_auto"] = "1"     # adapters not tried with it keep virtio-user
     from sluice.bench import rules
     if getattr(args, "rule_masks", rules.DEFAULT_MASKS) != rules.DEFAULT_MASKS:
         out["rule_masks"] = str(args.rule_masks)

@@ -288,6 +288,14 @@ def restart_trial(r: dict[str, Any]) -> str:
     return "none (after the last; not restarted)" if t is None else str(t)
 
 
+def gen_vhost_driver(m: dict[str, Any]) -> str:
+    """Which driver sluice-gen's ends of vhost-user links had (bench.md, --gen-driver)."""
+    options = (m.get("settings") or {}).get("switch_options") or {}
+    raw = options.get("gen_vhost") == "virtio-raw"
+    return ("virtio-raw (sluice-gen's own, for the ports it sends and receives on)" if raw
+            else "virtio-user (DPDK's)")
+
+
 def env_lines(m: dict[str, Any]) -> list[list[str]]:
     """The manifest's environment as table lines."""
     git = m.get("git") or {}
@@ -297,7 +305,8 @@ def env_lines(m: dict[str, Any]) -> list[list[str]]:
              ["hugepages", json.dumps(m.get("hugepages"))],
              ["pinning", json.dumps(m.get("pinning"))],
              ["git", f"{git.get('commit')}{' (dirty tree)' if git.get('dirty') else ''}"],
-             ["placement monitor", str((m.get("settings") or {}).get("placement_monitor"))]]
+             ["placement monitor", str((m.get("settings") or {}).get("placement_monitor"))],
+             ["generator's vhost-user driver", gen_vhost_driver(m)]]
     lines += [[f"version: {k}", v] for k, v in sorted((m.get("versions") or {}).items())]
     return lines
 

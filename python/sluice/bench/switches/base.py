@@ -82,6 +82,10 @@ class Switch(ABC):
     scenarios: ClassVar[tuple[str, ...]] = ("v2v", "p2p", "p2v", "v2p", "loopback")
     phys: ClassVar[tuple[str, ...]] = ("memif", "veth")
     vhost_server: ClassVar[bool] = True    # False: the switch connects (vhost-user client)
+    # Whether --gen-driver auto may put the generator's ends of this switch's vhost-user
+    # links on sluice-gen's virtio-raw (False: not yet tried against it; virtio-raw only
+    # when named).
+    raw_gen_by_default: ClassVar[bool] = True
     # True: the switch has no vhost-user ports (a kernel-facing switch). In v2v its ports are
     # the containers' veth pairs (the runner gives it a v2v/veth scenario of its own,
     # kernel_path); in loopback its VNF ports are veth pairs too.
@@ -196,8 +200,9 @@ class Switch(ABC):
             # dpdkvhostuserclient), the generator's end is the socket's server.
             server = "" if self.vhost_server else ",server=1"
             own = raw and link.role == "phy"
-            driver = ("virtio-raw" if own and self.ctx.extra.get("gen_vhost") == "virtio-raw"
-                      else "virtio-user")
+            asked = self.ctx.extra.get("gen_vhost") == "virtio-raw" and (
+                self.raw_gen_by_default or "gen_vhost_auto" not in self.ctx.extra)
+            driver = "virtio-raw" if own and asked else "virtio-user"
             return f"{driver}:path={link.path}{server}"
         if link.kind == "memif":
             return f"memif:role=client,socket={link.path}"

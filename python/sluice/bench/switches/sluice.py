@@ -11,10 +11,13 @@ The worker is pinned to the switch CPU, the control thread to
 the generator's CPU, where it sleeps on its socket. The worker busy-polls
 (`--idle-sleep-us 0`) as its peers do; the variants `patch+idle` and `learn+idle` (named
 only, never run by a bare `sluice`) keep the daemon's default adaptive idle sleep, for
-`sluice-bench idle`. The variants `patch+fast`, `flow+fast` and `learn+fast` (named only)
-make their vhost-user ports with `fast=1`, sluiced's one-copy path between guests
-(docs/design.md, "One copy between VMs"), which flow mode takes while its rules look at the
-input port alone and learn mode for unicast to a learned fast port (floods take mbufs).
+`sluice-bench idle`. vhost-user ports take sluiced's one-copy path between guests, the
+daemon's default (docs/design.md, "One copy between VMs"), which flow mode takes while its
+rules look at the input port alone and learn mode for unicast to a learned fast port
+(floods take mbufs). The variants `patch+pmd`, `flow+pmd` and `learn+pmd` (named only)
+make them with `fast=0`, on DPDK's net_vhost PMD instead, as sluiced did before;
+`patch+fast`, `flow+fast` and `learn+fast` (named only) say `fast=1` on vhost-user ports
+and on memif ports too (sluiced's own memif server, one copy between two such ports).
 The variant `vxlan` (named only) sends every pair through a VXLAN
 tunnel and back: A is patched to vxlan port vxaN, which encapsulates onto a ring port (a
 loopback: what is sent on it comes back in), where vxlan port vxbN (the tunnel's other end,
@@ -37,7 +40,8 @@ from sluice.rpc import RpcClient, RpcError
 
 BRIDGE = "bench"
 IDLE_SUFFIX = "+idle"     # a variant that keeps sluiced's default idle sleep
-FAST_SUFFIX = "+fast"     # a variant whose vhost-user ports take the one-copy path
+FAST_SUFFIX = "+fast"     # a variant whose vhost-user ports say fast=1 (the default)
+PMD_SUFFIX = "+pmd"       # a variant whose vhost-user ports take DPDK's PMD (fast=0)
 VXLAN_NEXT_HOP = "02:00:00:00:ff:01"     # vxlan mode: the outer destination MAC
 
 
@@ -50,10 +54,11 @@ class Sluice(Switch):
     """sluiced in patch or learn mode."""
 
     name = "sluice"
-    learning_modes = ("learn", "learn+idle", "learn+fast", "flow-normal")
+    learning_modes = ("learn", "learn+idle", "learn+fast", "learn+pmd", "flow-normal")
     modes = ("patch", "learn", "flow", "flow-normal")
-    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast", "flow+fast", "learn+fast")
-    flooding_modes = ("learn", "learn+idle", "learn+fast", "flow-normal")
+    variants = ("patch+idle", "learn+idle", "vxlan", "patch+fast", "flow+fast", "learn+fast",
+                "patch+pmd", "flow+pmd", "learn+pmd")
+    flooding_modes = ("learn", "learn+idle", "learn+fast", "learn+pmd", "flow-normal")
     # Ports get mtu= (Context.extra["mtu"]) when the run has jumbo sizes; vhost-user chains
     # 2 KB buffers. Not memif (base.JUMBO_NOT_MEMIF); veths keep the kernel's 1500 B MTU.
     jumbo_links = ("vhost",)
@@ -65,9 +70,14 @@ class Sluice(Switch):
         self.socket = ctx.work / "sluiced.sock"
         self.log = ctx.work / "sluiced.log"
         # The forwarding mode (patch, learn) and whether the worker sleeps when idle.
-        self.fwd_mode = mode.removesuffix(IDLE_SUFFIX).removesuffix(FAST_SUFFIX)
+        self.fwd_mode = (mode.removesuffix(IDLE_SUFFIX).removesuffix(FAST_SUFFIX)
+                         .removesuffix(PMD_SUFFIX))
         self.idle_sleep = mode.endswith(IDLE_SUFFIX)
-        self.vhost_fast = mode.endswith(FAST_SUFFIX)
+        # vhost-user ports: "" leaves the daemon's default (the one-copy path), else the
+        # spec's fast= as the variant names it.
+        self.fast_key = (",fast=1" if mode.endswith(FAST_SUFFIX) else
+                         ",fast=0" if mode.endswith(PMD_SUFFIX) else "")
+        self.vhost_fast = not mode.endswith(PMD_SUFFIX)
         # The daemon's forwarding function: flow-normal is a flow switch too.
         self.daemon_mode = ("flow" if self.fwd_mode.startswith("flow") else
                             "patch" if self.fwd_mode == "vxlan" else self.fwd_mode)
@@ -83,10 +93,12 @@ class Sluice(Switch):
         # (docs/ports.md, "MTU and jumbo frames"); the check costs smaller frames nothing.
         mtu = f",mtu={self.ctx.extra['mtu']}" if "mtu" in self.ctx.extra else ""
         if link.kind == "vhost":
-            fast = ",fast=1" if self.vhost_fast else ""
-            return f"vhost-user:server,path={link.path}{mtu}{fast}"
+            return f"vhost-user:server,path={link.path}{mtu}{self.fast_key}"
         if link.kind == "memif":
-            return f"memif:role=server,socket={link.path}{mtu}"
+            # The +fast variants make memif servers on sluiced's own memif too, one copy
+            # between two such ports (docs/ports.md, "One copy between memif peers").
+            memif_fast = ",fast=1" if self.mode.endswith(FAST_SUFFIX) else ""
+            return f"memif:role=server,socket={link.path}{mtu}{memif_fast}"
         return f"{driver}:iface={link.iface}"
 
     def _daemon(self, topo: Topology) -> None:
@@ -187,8 +199,10 @@ class Sluice(Switch):
             return ("sluiced vxlan: each pair's ends patched to the two ends of a VXLAN tunnel "
                     f"over a ring loopback (encapsulated and decapsulated once); {poll}")
         if self.fwd_mode == "patch":
-            fast = (", vhost-user ports with fast=1 (one copy between guests)"
-                    if self.vhost_fast else "")
+            fast = (", vhost-user ports one copy between guests (fast, the default)"
+                    if self.vhost_fast else ", vhost-user ports on DPDK's PMD (fast=0)")
+            if self.mode.endswith(FAST_SUFFIX):
+                fast += ", memif ports fast=1 (sluiced's own memif server)"
             return (f"sluiced patch: each pair of ports cross-connected (sluicectl patch)"
                     f"{fast}; {poll}")
         if self.daemon_mode == "flow":
@@ -199,8 +213,8 @@ class Sluice(Switch):
                    + (" (the chain's firewall, on the L3 VNF's output)" if self.topology
                       and self.topology.firewall is not None else "") if self.acl_rules else "")
             return f"sluiced flow: {how}{acl}; {poll}"
-        fast = (", vhost-user ports with fast=1 (learned unicast copied once between guests)"
-                if self.vhost_fast else "")
+        fast = (", vhost-user ports fast (learned unicast copied once between guests)"
+                if self.vhost_fast else ", vhost-user ports on DPDK's PMD (fast=0)")
         return (f"sluiced learn: all ports in one learning bridge (MAC learning, flooding)"
                 f"{fast}; {poll}")
 
