@@ -59,12 +59,9 @@ def interval_rates(samples: list[tuple[float, int, int]]) -> tuple[list[float], 
     return rates, stolen
 
 
-def test_traffic_goes_on_during_hotplug(daemon: Daemon, workdir: Path) -> None:
-    daemon.call("add-switch", name="busy")
-    daemon.call("add-port", switch="busy", name="src", spec="null:rx=1")
-    daemon.call("add-port", switch="busy", name="sink", spec="null")
-    daemon.call("patch", switch="busy", port1="src", port2="sink")
-
+def churn_and_sample(daemon: Daemon, workdir: Path) -> list[tuple[float, int, int]]:
+    """Samples (time, frames forwarded by 'src', steal ticks of the worker's vCPU) every
+    10 ms while churn() runs, with half a second of quiet on each side."""
     samples: list[tuple[float, int, int]] = []
     done = threading.Event()
 
@@ -84,18 +81,38 @@ def test_traffic_goes_on_during_hotplug(daemon: Daemon, workdir: Path) -> None:
     time.sleep(0.5)
     done.set()
     sampler.join()
+    return samples
 
-    rates, stolen = interval_rates(samples)
-    assert len(rates) > 50
-    median = statistics.median(rates)
-    assert median > 100_000, median
+
+STEAL_ATTEMPTS = 3     # churn rounds tried while the host steals too many intervals
+
+
+def test_traffic_goes_on_during_hotplug(daemon: Daemon, workdir: Path) -> None:
+    daemon.call("add-switch", name="busy")
+    daemon.call("add-port", switch="busy", name="src", spec="null:rx=1")
+    daemon.call("add-port", switch="busy", name="sink", spec="null")
+    daemon.call("patch", switch="busy", port1="src", port2="sink")
+
     # Without any churn, 10 ms intervals here dip to ~0.55 of the median now and then (the
     # host moves the vCPUs); a stall of the worker shows as an interval near zero. So does
     # one in which the host ran something else on the worker's vCPU (steal time, counted by
-    # the guest kernel in 10 ms ticks): those intervals are left out, and must stay few.
-    slow = [r for r in rates if r < 0.25 * median]
-    assert not slow, f"{len(slow)} of {len(rates)} intervals below 1/4 of the median {median:.0f}"
-    assert stolen < len(rates) // 4, f"{stolen} of {len(rates)} intervals had steal time"
+    # the guest kernel in 10 ms ticks): those intervals are left out. Every clean interval
+    # of every attempt is checked; a host that steals a quarter of the intervals or more
+    # leaves too few to judge, and the churn is measured again (a busy CI host can).
+    for attempt in range(STEAL_ATTEMPTS):
+        rates, stolen = interval_rates(churn_and_sample(daemon, workdir))
+        if rates:
+            median = statistics.median(rates)
+            assert median > 100_000, median
+            slow = [r for r in rates if r < 0.25 * median]
+            assert not slow, (f"{len(slow)} of {len(rates)} intervals below 1/4 of the "
+                              f"median {median:.0f} (attempt {attempt + 1})")
+        if stolen < len(rates) // 4:
+            assert len(rates) > 50, (len(rates), stolen)
+            break
+    else:
+        raise AssertionError(f"steal time in {stolen} of {len(rates)} intervals, "
+                             f"{STEAL_ATTEMPTS} times: the host leaves too few to judge")
     daemon.call("unpatch", switch="busy", port="src")
     daemon.call("del-port", switch="busy", name="sink")
     stats = daemon.port_stats("busy")
