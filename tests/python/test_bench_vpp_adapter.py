@@ -295,6 +295,10 @@ def test_pollers_pids_steering_and_version_before_start(tmp_path: Path) -> None:
     assert sw.version().startswith("VPP ")
     sw._version = "vpp v26.10-rc0~374-gb575ec2c56d built by root on host at 2026-11-22"
     assert sw.version().startswith("VPP v26.10-rc0~374-gb575ec2c56d ")
+    assert "acl" not in sw.version()
+    acl = Vpp(ctx(tmp_path), "acl")
+    acl._version = sw._version
+    assert "af_packet, acl; no DPDK plugin" in acl.version()
 
 
 def test_generator_ends_are_the_other_roles(tmp_path: Path) -> None:

@@ -414,7 +414,8 @@ class Vpp(Switch):
     def version(self) -> str:
         m = re.match(r"vpp (\S+)", self._version)
         release = m.group(1) if m else "(version unknown)"
-        return f"VPP {release} (native vhost-user, memif, af_packet; no DPDK plugin)"
+        acl = ", acl" if self.mode == "acl" else ""
+        return f"VPP {release} (native vhost-user, memif, af_packet{acl}; no DPDK plugin)"
 
     def pids(self) -> list[int]:
         return [self.proc.pid] if self.proc else []
