@@ -15,6 +15,8 @@ from sluice.bench.switches import ADAPTERS, Context
 from sluice.bench.switches.vpp import (
     NOT_INSTALLED,
     Vpp,
+    acl_counts,
+    acl_shortfall,
     commands,
     expected_modes,
     find,
@@ -248,6 +250,22 @@ def test_quiet_answers_and_errors() -> None:
     assert not quiet_answer("set interface l2 bridge: unknown input `foo'", names)
 
 
+def test_acls_are_counted_against_what_was_sent() -> None:
+    # As `show acl-plugin acl` prints them (acl.c, acl_print_acl_x).
+    shown = ("acl-index 0 count 200 tag {cli}\n"
+             "          0: ipv4 deny src 10.0.0.0/8 dst 0.0.0.0/0 proto 17 sport 0-65535 "
+             "dport 0-1023\n"
+             "acl-index 1 count 1 tag {cli}\n"
+             "          0: ipv4 permit src 0.0.0.0/0 dst 0.0.0.0/0 proto 0 sport 0-65535 "
+             "dport 0-65535\n")
+    assert acl_counts(shown) == {0: 200, 1: 1}
+    assert acl_shortfall(shown, 201) == []
+    # A word the CLI did not know ends the ACL early, silently: caught here.
+    assert acl_shortfall(shown.replace("count 200", "count 37"), 201) == [
+        "ACL 0: 37 of 200 rules"]
+    assert acl_shortfall(shown, 401) == ["ACL 1: 1 of 200 rules", "ACL 2: none of 1 rules"]
+
+
 def test_show_mode_is_checked_against_the_topology(tmp_path: Path) -> None:
     topo = topology(parse("v2v", "memif", "uni"), tmp_path, "t")
     learn = expected_modes(topo, "learn")
@@ -277,6 +295,10 @@ def test_pollers_pids_steering_and_version_before_start(tmp_path: Path) -> None:
     assert sw.version().startswith("VPP ")
     sw._version = "vpp v26.10-rc0~374-gb575ec2c56d built by root on host at 2026-11-22"
     assert sw.version().startswith("VPP v26.10-rc0~374-gb575ec2c56d ")
+    assert "acl" not in sw.version()
+    acl = Vpp(ctx(tmp_path), "acl")
+    acl._version = sw._version
+    assert "af_packet, acl; no DPDK plugin" in acl.version()
 
 
 def test_generator_ends_are_the_other_roles(tmp_path: Path) -> None:

@@ -213,6 +213,25 @@ def acl_commands(topo: Topology, acl_lines: list[str], in_port: int | None) -> l
                    for n in targets for a in range(len(cmds))]
 
 
+_ACL_HEAD = re.compile(r"^acl-index (\d+) count (\d+)", re.M)
+
+
+def acl_counts(show_acl: str) -> dict[int, int]:
+    """ACL index -> rule count, from `show acl-plugin acl` (each ACL's "acl-index N count M
+    tag {...}" line)."""
+    return {int(m.group(1)): int(m.group(2)) for m in _ACL_HEAD.finditer(show_acl)}
+
+
+def acl_shortfall(show_acl: str, n_lines: int) -> list[str]:
+    """The ACLs that do not hold what acl_commands gave them (N_LINES rules, ACL_CHUNK an
+    ACL): `set acl-plugin acl` stops reading at a word it does not know and still makes the
+    ACL from the rules before it, answering "ACL index:N" as if all went in."""
+    want = {i // ACL_CHUNK: min(ACL_CHUNK, n_lines - i) for i in range(0, n_lines, ACL_CHUNK)}
+    have = acl_counts(show_acl)
+    return [f"ACL {a}: {have.get(a, 'none')} of {n} rules" for a, n in want.items()
+            if have.get(a) != n]
+
+
 def expected_modes(topo: Topology, mode: str) -> list[str]:
     """The lines `show mode` must print once TOPO is built in MODE."""
     names = interface_names(topo)
@@ -362,15 +381,22 @@ class Vpp(Switch):
         self._launch(topo)
         names = interface_names(topo)
         cmds = commands(topo, "xconnect" if self.mode == "acl" else self.mode)
+        acl_lines: list[str] = []
         if self.mode == "acl":
             opts = rules.options(self.ctx.extra, topo.firewall)
             acl_set = rules.acl(opts.n, opts.masks, opts.seed)
             self.acl_rules, self.acl_masks = len(acl_set), rules.distinct_masks(acl_set)
-            cmds += acl_commands(topo, rules.vpp_acl_rules(acl_set), opts.in_port)
+            acl_lines = rules.vpp_acl_rules(acl_set)
+            cmds += acl_commands(topo, acl_lines, opts.in_port)
         for command in cmds:
             out = self.vppctl(command).strip()
             if not quiet_answer(out, names):
                 raise RuntimeError(f"vpp: {command!r} answered {out!r}")
+        if self.mode == "acl":
+            short = acl_shortfall(self.vppctl("show acl-plugin acl", timeout=60),
+                                  len(acl_lines))
+            if short:
+                raise RuntimeError(f"vpp: ACLs not as sent ({'; '.join(short[:5])})")
         missing = missing_modes(self.vppctl("show mode"), expected_modes(
             topo, "xconnect" if self.mode == "acl" else self.mode))
         if missing:
@@ -388,7 +414,8 @@ class Vpp(Switch):
     def version(self) -> str:
         m = re.match(r"vpp (\S+)", self._version)
         release = m.group(1) if m else "(version unknown)"
-        return f"VPP {release} (native vhost-user, memif, af_packet; no DPDK plugin)"
+        acl = ", acl" if self.mode == "acl" else ""
+        return f"VPP {release} (native vhost-user, memif, af_packet{acl}; no DPDK plugin)"
 
     def pids(self) -> list[int]:
         return [self.proc.pid] if self.proc else []
