@@ -123,3 +123,24 @@ def test_sweep_report_says_whether_the_goals_were_met() -> None:
     (_, _, head, lines), = report_sweep.sections(rs)
     assert head[-1] == "issue 14 goal"
     assert next(ln for ln in lines if ln[2] == "sluice:flow")[-1].startswith("met")
+
+
+def test_report_keeps_sweep_points_apart() -> None:
+    """The report's tables (R+, ratios, verdict) give one line per sweep point, not one per
+    switch pooled over the points (1 flow and 100,000 flows are different loads)."""
+    from sluice.bench import report, report_verdict
+    rs = [row("sluice:flow", "1", 9e6, "ovs-dpdk:flows", 1.9, 1000),
+          row("ovs-dpdk:flows", "1", 4.7e6, "sluice:flow", 0.52, 1000),
+          row("sluice:flow", "100000", 6e6, "ovs-dpdk:flows", 20.0, 1000),
+          row("ovs-dpdk:flows", "100000", 0.3e6, "sluice:flow", 0.05, 1000)]
+    for r in rs:
+        r.gen_order, r.ratio_q1, r.ratio_q3, r.ratio_n = "ab", r.ratio_median, r.ratio_median, 6
+    tput = report.throughput_table(rs)
+    assert sorted((t["scenario"], t["switch"]) for t in tput) == [
+        ("v2v rules=1", "ovs-dpdk:flows"), ("v2v rules=1", "sluice:flow"),
+        ("v2v rules=100000", "ovs-dpdk:flows"), ("v2v rules=100000", "sluice:flow")]
+    ratios = {(t["scenario"], t["switch"]): t["ratio"] for t in report.ratio_table(rs)}
+    assert ratios[("v2v rules=1", "sluice:flow")] == 1.9
+    assert ratios[("v2v rules=100000", "sluice:flow")] == 20.0
+    verdict = report_verdict.lines(rs, "ovs-dpdk:flows")
+    assert {v.scenario for v in verdict} == {"v2v rules=1", "v2v rules=100000"}

@@ -40,12 +40,22 @@ def switch_key(r: Row) -> str:
     return r.key or f"{r.switch}:{r.mode}"
 
 
+# Sweeps whose points every table already keeps apart: by frame size, and the fan-out,
+# whose scenario names its N (fanout-4).
+SWEEPS_APART = ("size", "fanout")
+
+
 def scenario_of(r: Row) -> str:
-    """v2v, p2p/memif, loopback-1/memif ... with the direction when not one-way."""
+    """v2v, p2p/memif, loopback-1/memif ... with the direction when not one-way, and a
+    sweep's point (v2v flows=1000), so that no table pools the rows of different points."""
     name = f"{r.scenario}{'/' + r.phy if r.phy else ''}"
     if r.pairs > 1:
         name += f" {r.pairs}vs{r.pairs}"
-    return name if r.direction == "uni" else f"{name} {r.direction}"
+    if r.direction != "uni":
+        name += f" {r.direction}"
+    if r.sweep_param and r.sweep_param not in SWEEPS_APART:
+        name += f" {r.sweep_param}={r.sweep_value}"
+    return name
 
 
 def save_figure(fig: Any, dest: Path, name: str) -> str:
