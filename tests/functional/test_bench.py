@@ -250,10 +250,17 @@ def test_jumbo_size_runs_where_a_switch_takes_it(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     v2v, p2p = r.stdout.split("\np2p/memif uni:")
     assert "9000 B trial 0 alternating: sluice:patch vs testpmd:io" in v2v
-    assert "64 B trial 0 alternating: ovs-dpdk:normal vs testpmd:io" in v2v
     assert "9000 B trial 0 alternating: ovs-dpdk" not in v2v
     assert "9000 B" not in p2p and "64 B trial 0 alternating: sluice:patch" in p2p
-    assert "skipped ovs-dpdk:normal in v2v uni: 9000 B frames:" in r.stdout
+    # OVS-DPDK is a peer of `setup.sh --peers`, not of `make test`: where it is missing the
+    # plan skips it whole, with that reason, and 9000 B for it is never planned either.
+    from sluice.bench.switches import ovsdb
+    from sluice.bench.switches.ovs_dpdk import VSWITCHD
+    if ovsdb.missing(VSWITCHD):
+        assert "skipped ovs-dpdk:normal in v2v uni: OVS-DPDK is not installed" in r.stdout
+    else:
+        assert "64 B trial 0 alternating: ovs-dpdk:normal vs testpmd:io" in v2v
+        assert "skipped ovs-dpdk:normal in v2v uni: 9000 B frames:" in r.stdout
     assert "skipped sluice:patch in p2p/memif uni: 9000 B frames: DPDK 22.11's memif" \
         in r.stdout
     r = bench("sockets", "--sizes", "9000", "--dry-run")
