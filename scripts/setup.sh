@@ -5,7 +5,7 @@
 #   scripts/setup.sh            packages, Python venv, hugepages
 #   scripts/setup.sh --no-huge  skip the hugepage step (build-only machines)
 #   scripts/setup.sh --peers    also the peer switches and report tools of sluice-bench:
-#                               openvswitch-switch(-dpdk), and DPDK's examples l2fwd,
+#                               openvswitch-switch-dpdk, and DPDK's examples l2fwd,
 #                               l3fwd and basicfwd built from dpdk-doc into
 #                               build/dpdk-examples/
 set -euo pipefail
@@ -41,6 +41,7 @@ debian_packages=(
 	clang libclang-rt-14-dev
 	chromium
 	scdoc python3-shtab debhelper dpkg-dev lintian fakeroot
+	openvswitch-switch
 )
 # dpdk-dev has dpdk-dumpcap, which `sluicectl capture` runs (it must be the DPDK sluiced is
 # built on: a secondary process attaches to the daemon's shared memory).
@@ -49,11 +50,14 @@ debian_packages=(
 # scdoc makes the man pages and python3-shtab sluicectl's shell completion (for the system
 # Python that installed commands run on); debhelper, dpkg-dev, lintian and fakeroot build
 # and check the Debian package (make pkg-deb, docs/install.md).
+# openvswitch-switch: OVS's userspace datapath is the oracle of flow mode's differential test
+# (tests/functional/test_flow_ovs_diff.py, `ovs-appctl ofproto/trace`) and the tester of
+# the OpenFlow tests, in `make test`; a private ovsdb-server and ovs-vswitchd are started by
+# the tests (no kernel module, no system service). It is also the ovs-netdev peer.
 # dpdk-doc ships the sources of DPDK's examples, which --peers builds (l2fwd, l3fwd, basicfwd).
-# sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK, and the plain build
-# whose userspace datapath is the ovs-netdev peer (a private ovsdb-server and ovs-vswitchd
-# are started by the harness; no system service is used).
-peer_packages=(openvswitch-switch openvswitch-switch-dpdk)
+# sluice-bench's peers (scripts/setup.sh --peers): OVS built on DPDK (a private ovsdb-server
+# and ovs-vswitchd are started by the harness; no system service is used).
+peer_packages=(openvswitch-switch-dpdk)
 
 missing_debian_packages() {
 	local p
