@@ -40,9 +40,9 @@ def switch_key(r: Row) -> str:
     return r.key or f"{r.switch}:{r.mode}"
 
 
-# Sweeps whose points every table already keeps apart: by frame size, and the fan-out,
-# whose scenario names its N (fanout-4).
-SWEEPS_APART = ("size", "fanout")
+# Sweeps whose points every table already keeps apart: by frame size, and those whose
+# scenario names the value (fanout-4, loopback-3/memif, v2v 4vs4).
+SWEEPS_APART = ("size", "fanout", "chain", "pairs")
 
 
 def scenario_of(r: Row) -> str:
