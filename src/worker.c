@@ -620,6 +620,24 @@ static void count_direct(struct worker *w, struct sw *s, struct port *in, struct
 }
 
 /*
+ * The one other port every frame from IN goes to, unchanged, as IN's switch says
+ * (fixed_output: patch; flow with rules on the input port alone), or NULL when the burst
+ * must take the mbuf path: no such port, or IN a VXLAN underlay, whose frames are sorted by
+ * tunnel first (port_vxlan.h).
+ */
+static inline struct port *fixed_output_port(const struct worker *w, const struct port *in)
+{
+	struct sw *s = in->sw;
+	uint16_t o;
+
+	if (s->ops->fixed_output == NULL ||
+	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
+		return NULL;
+	o = s->ops->fixed_output(s->fwd, in->sw_index, (uint16_t)w->id);
+	return o < SW_MAX_PORTS ? sw_port(s, o) : NULL;
+}
+
+/*
  * A burst between a fast vhost-user port and a fast memif port, either way, whose output
  * is fixed (serve_vhost_direct, serve_memif_direct): the frames are taken from IN's ring as
  * pieces of its peer's memory (fwd.h, fwd_frames), copied once into OUT's peer's buffers,
@@ -662,15 +680,9 @@ static bool serve_vhost_direct(struct worker *w, struct port *in, uint64_t *got)
 {
 	struct sw *s = in->sw;
 	struct fwd_direct_result r;
-	struct port *out;
-	uint16_t o;
+	struct port *out = fixed_output_port(w, in);
 
-	/* A VXLAN underlay's frames are sorted by tunnel first (port_vxlan.h). */
-	if (s->ops->fixed_output == NULL ||
-	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
-		return false;
-	o = s->ops->fixed_output(s->fwd, in->sw_index, (uint16_t)w->id);
-	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL)
+	if (out == NULL)
 		return false;
 	if (out->mff != NULL)
 		return serve_cross(w, s, in, out, got);
@@ -833,14 +845,9 @@ static bool serve_memif_direct(struct worker *w, struct port *in, uint64_t *got)
 {
 	struct sw *s = in->sw;
 	struct fwd_direct_result r;
-	struct port *out;
-	uint16_t o;
+	struct port *out = fixed_output_port(w, in);
 
-	if (s->ops->fixed_output == NULL ||
-	    __atomic_load_n(&in->tunnels, __ATOMIC_RELAXED) != NULL)
-		return false;
-	o = s->ops->fixed_output(s->fwd, in->sw_index, (uint16_t)w->id);
-	if (o >= SW_MAX_PORTS || (out = sw_port(s, o)) == NULL)
+	if (out == NULL)
 		return false;
 	/* vhf_direct: a fast vhost-user port not being captured (capture.h) */
 	if (__atomic_load_n(&out->vhf_direct, __ATOMIC_RELAXED) != NULL)
