@@ -141,6 +141,23 @@ def test_a_pair_never_in_one_placement_is_listed_without_a_ratio() -> None:
     assert ln.flags == "not both measured mixed"
 
 
+def test_each_pair_is_read_in_a_placement_both_ran_in() -> None:
+    # A sweep point where sluice ran only far while the peers also ran near: the pair is
+    # read far (with that placement's winner), not "not both measured near".
+    rows = [row("sluice:flow", "ovs-dpdk:flows", 1.5, placement="far"),
+            row("ovs-dpdk:flows", "sluice:flow", 1 / 1.5, placement="far"),
+            row("testpmd:io", "ovs-dpdk:flows", 1.6, placement="near"),
+            row("ovs-dpdk:flows", "testpmd:io", 1 / 1.6, placement="near"),
+            row("testpmd:io", "ovs-dpdk:flows", 1.4, placement="far")]
+    got = {ln.peer: ln for ln in report_verdict.lines(rows, "ovs-dpdk:flows")}
+    flows = got["ovs-dpdk:flows"]
+    assert (flows.subject, flows.placement, flows.winner) == ("sluice:flow", "far", "sluice:flow")
+    assert flows.rate is not None and flows.rate.median == pytest.approx(1.5)
+    io = got["testpmd:io"]
+    assert (io.subject, io.placement, io.flags) == ("sluice:flow", "far", "")
+    assert io.rate is not None and io.rate.how == "via ovs-dpdk:flows"
+
+
 def test_cost_of_latency_trials_is_kept_apart_per_load() -> None:
     sat = row("sluice:patch", method="interleaved", cost={"own_cpp": [100.0]})
     half = row("sluice:patch", method="latency", latency_kind="loads", latency_load=0.5,

@@ -1,15 +1,16 @@
 """The verdict that opens the report: per scenario and size, who won and by how much.
 
 One screen a person reads in a minute (issue 17, section 6): per scenario and frame size,
-in one placement (near first: the placement of the best label with ratios), the winner, and
-sluice's ratio to each peer (its mode that does the peer's job: patch against testpmd io,
-flow against OVS's flows, ...) with its quartiles and the number of windows the ratio rests
-on, and its cost ratio (CPU per frame from /proc, the same measure for every switch). A
-ratio comes from alternating windows: directly where the two switches alternated, else
-through a switch both alternated with (the baseline), else, weakest, from the R+ of separate
-trials. Cells resting on fewer than WEAK_BELOW windows are marked weak. A figure draws the
-ratios: a dot each, a bar from q1 to q3, a line at 1.0. Without sluice in a cell (`compare
-testpmd testpmd`), each switch is set against the baseline instead.
+each line in one placement (near first: the best label both of its switches ran in), that
+placement's winner, and sluice's ratio to each peer (its mode that does the peer's job:
+patch against testpmd io, flow against OVS's flows, ...) with its quartiles and the number
+of windows the ratio rests on, and its cost ratio (CPU per frame from /proc, the same
+measure for every switch). A ratio comes from alternating windows: directly where the two
+switches alternated, else through a switch both alternated with (the baseline), else,
+weakest, from the R+ of separate trials. Cells resting on fewer than WEAK_BELOW windows are
+marked weak. A figure draws the ratios: a dot each, a bar from q1 to q3, a line at 1.0.
+Without sluice in a cell (`compare testpmd testpmd`), each switch is set against the
+baseline instead.
 """
 
 from __future__ import annotations
@@ -179,25 +180,40 @@ def placement_of(rs: Sequence[Row]) -> str:
     return best_label(p for p, k in keys.items() if len(k) == most)
 
 
+def pair_placement(rs: Sequence[Row], subject: str, peer: str) -> str:
+    """The placement a pair is read in: the best label in which both SUBJECT and PEER ran
+    (with window ratios if any such label has them), else the cell's (placement_of). A
+    sweep point where sluice ran only far is then read far, not near against nothing."""
+    both: dict[str, bool] = {}
+    for place in {r.placement for r in rs}:
+        mine = [r for r in rs if r.placement == place and switch_key(r) in (subject, peer)]
+        if {switch_key(r) for r in mine} == {subject, peer}:
+            both[place] = any(r.ratio_median is not None for r in mine)
+    if not both:
+        return placement_of(rs)
+    return best_label(p for p, ratios in both.items() if ratios or not any(both.values()))
+
+
 def lines(rows: Sequence[Row], baseline: str | None = None) -> list[Line]:
-    """The verdict's lines: per scenario and size, in one placement (placement_of), every
-    (subject, peer) pair of the cell; a pair not measured in that placement has no ratio."""
+    """The verdict's lines: per scenario and size, every (subject, peer) pair of the cell,
+    each in the best placement both ran in (pair_placement) with that placement's winner; a
+    pair never measured in one placement has no ratio."""
     cells: dict[tuple[str, int], list[Row]] = defaultdict(list)
     for r in rows:
         if not r.oversubscribed and r.method in ("alternating", "interleaved"):
             cells[(scenario_of(r), r.size)].append(r)
     out = []
     for (scn, size), rs in sorted(cells.items()):
-        place = placement_of(rs)
-        by_key: dict[str, list[Row]] = defaultdict(list)
-        for r in rs:
-            if r.placement == place:
-                by_key[switch_key(r)].append(r)
         every = sorted({switch_key(r) for r in rs})
         base = next((k for k in every if baseline and (k == baseline or
                                                        k.split(":")[0] == baseline)), None)
-        top = winner(by_key, base) if len(by_key) > 1 else next(iter(by_key))
         for subject, peer in pairs(every, base):
+            place = pair_placement(rs, subject, peer)
+            by_key: dict[str, list[Row]] = defaultdict(list)
+            for r in rs:
+                if r.placement == place:
+                    by_key[switch_key(r)].append(r)
+            top = winner(by_key, base) if len(by_key) > 1 else next(iter(by_key))
             if subject not in by_key or peer not in by_key:
                 out.append(Line(scn, size, place, top, subject, peer, None, None, "",
                                 f"not both measured {place}"))
@@ -231,13 +247,14 @@ def cost_text(c: Spread | None, how: str) -> str:
 
 
 TEXT = (
-    "Per scenario and frame size, in one vCPU placement (near when there is one): the fastest "
-    "switch, and sluice's ratio to each peer (sluice's mode doing the peer's job), the median "
-    "over trials of alternating-window ratios with their quartiles, and how many windows it "
-    "rests on (ratios found through a third switch or from separate trials say so). Above 1: "
-    "sluice forwards more. 'cost' is sluice's CPU per frame over the peer's (/proc, the same "
-    "measure for both; below 1: sluice spends less), which compares switches where the "
-    "generator sets the rate. Cells on fewer than 5 windows are weak. The long tables follow.")
+    "Per scenario and frame size, each line in one vCPU placement (near when both of its "
+    "switches ran near): the fastest switch there, and sluice's ratio to each peer (sluice's "
+    "mode doing the peer's job), the median over trials of alternating-window ratios with "
+    "their quartiles, and how many windows it rests on (ratios found through a third switch "
+    "or from separate trials say so). Above 1: sluice forwards more. 'cost' is sluice's CPU "
+    "per frame over the peer's (/proc, the same measure for both; below 1: sluice spends "
+    "less), which compares switches where the generator sets the rate. Cells on fewer than "
+    "5 windows are weak. The long tables follow.")
 
 
 def section(ls: Sequence[Line], figure: str | None) -> list[Section]:
