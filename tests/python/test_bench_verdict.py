@@ -148,7 +148,8 @@ def test_each_pair_is_read_in_a_placement_both_ran_in() -> None:
             row("ovs-dpdk:flows", "sluice:flow", 1 / 1.5, placement="far"),
             row("testpmd:io", "ovs-dpdk:flows", 1.6, placement="near"),
             row("ovs-dpdk:flows", "testpmd:io", 1 / 1.6, placement="near"),
-            row("testpmd:io", "ovs-dpdk:flows", 1.4, placement="far")]
+            row("testpmd:io", "ovs-dpdk:flows", 1.4, placement="far"),
+            row("sluice:flow", placement="near")]     # near seconds, no window paired
     got = {ln.peer: ln for ln in report_verdict.lines(rows, "ovs-dpdk:flows")}
     flows = got["ovs-dpdk:flows"]
     assert (flows.subject, flows.placement, flows.winner) == ("sluice:flow", "far", "sluice:flow")

@@ -182,13 +182,16 @@ def placement_of(rs: Sequence[Row]) -> str:
 
 def pair_placement(rs: Sequence[Row], subject: str, peer: str) -> str:
     """The placement a pair is read in: the best label in which both SUBJECT and PEER ran
-    (with window ratios if any such label has them), else the cell's (placement_of). A
-    sweep point where sluice ran only far is then read far, not near against nothing."""
+    (in which each has window ratios, if any such label exists), else the cell's
+    (placement_of). A sweep point where sluice ran only far is then read far, not near
+    against nothing."""
     both: dict[str, bool] = {}
     for place in {r.placement for r in rs}:
-        mine = [r for r in rs if r.placement == place and switch_key(r) in (subject, peer)]
-        if {switch_key(r) for r in mine} == {subject, peer}:
-            both[place] = any(r.ratio_median is not None for r in mine)
+        ran = {k: [r for r in rs if r.placement == place and switch_key(r) == k]
+               for k in (subject, peer)}
+        if all(ran.values()):
+            both[place] = all(any(r.ratio_median is not None for r in got)
+                              for got in ran.values())
     if not both:
         return placement_of(rs)
     return best_label(p for p, ratios in both.items() if ratios or not any(both.values()))
