@@ -761,6 +761,22 @@ static void drop_connection(struct mff *m, const char *why)
 	}
 }
 
+/*
+ * Makes sure the client can never shrink the file behind region FD: a worker touching a
+ * page past the file's new end would take SIGBUS and the whole daemon with it. DPDK's and
+ * libmemif's clients seal their memfds (F_SEAL_SHRINK) themselves; a memfd made with
+ * MFD_ALLOW_SEALING but not sealed is sealed here. Anything else (a memfd without sealing,
+ * a hugetlbfs or tmpfs file) can be truncated at any time, so it is refused.
+ */
+static bool seal_against_shrinking(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals >= 0 && (seals & F_SEAL_SHRINK) != 0)
+		return true;
+	return seals >= 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0;
+}
+
 /* Maps the regions and checks the rings; the connection is then whole. ERR: why not. */
 static int map_connection(struct mff_conn *c, const char **err)
 {
@@ -774,6 +790,10 @@ static int map_connection(struct mff_conn *c, const char **err)
 		struct stat st;
 		void *a;
 
+		if (!seal_against_shrinking(c->region_fd[i])) {
+			*err = "a region that can shrink (not a memfd sealed with F_SEAL_SHRINK)";
+			return -1;
+		}
 		/* Mapped beyond the file's end, a page would fault (SIGBUS) when touched. */
 		if (fstat(c->region_fd[i], &st) != 0 || (uint64_t)st.st_size < c->regions[i].size) {
 			*err = "a region larger than its file";
@@ -923,6 +943,15 @@ fail:
 	return -1;
 }
 
+/* Ends a client's connection for ERR; one refused in its handshake is logged here (no
+ * connection was made, so drop_connection() has nothing to say). */
+static void refuse_or_drop(struct mff *m, const char *err)
+{
+	if (conn_of(m) == NULL)
+		LOG(WARNING, "memif %s: client refused: %s", m->path, err);
+	drop_connection(m, err);
+}
+
 /* Reads one message (and a descriptor that came with it) from the client. */
 static int read_message(int cc, struct mff_msg *msg, int *fd)
 {
@@ -994,7 +1023,7 @@ static void *control_loop(void *arg)
 			if (read_message(m->cc_fd, &msg, &fd) != 0)
 				drop_connection(m, "socket closed");
 			else if (on_message(m, &msg, fd, &err) != 0)
-				drop_connection(m, err);
+				refuse_or_drop(m, err);
 		}
 		if (pfd[0].revents & POLLIN)
 			accept_client(m);

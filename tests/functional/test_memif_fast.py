@@ -8,6 +8,7 @@ byte of every frame is compared."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import mmap
 import os
 import signal
@@ -318,9 +319,12 @@ class PyClient:
     SLOTS = 64
     BUF = 2048
 
-    def __init__(self, path: Path, region_size: int | None = None) -> None:
+    def __init__(self, path: Path, region_size: int | None = None,
+                 sealing: bool = True) -> None:
         self.size = 2 * self.ring_bytes() + 2 * self.SLOTS * self.BUF
-        self.fd = os.memfd_create("pyclient")
+        # As DPDK's and libmemif's clients make theirs: a memfd that can be sealed.
+        self.fd = os.memfd_create("pyclient", os.MFD_CLOEXEC |
+                                  (os.MFD_ALLOW_SEALING if sealing else 0))
         os.ftruncate(self.fd, self.size)
         self.mm = mmap.mmap(self.fd, self.size)
         self.claimed = region_size or self.size
@@ -483,6 +487,40 @@ def test_nonsense_from_a_client(daemon: Daemon, workdir: Path) -> None:
     finally:
         liar.close()
     assert daemon.proc is not None and daemon.proc.poll() is None
+
+
+def test_a_client_cannot_shrink_its_region(daemon: Daemon, workdir: Path) -> None:
+    """A client that shrinks its region under the workers would make them fault (SIGBUS)
+    and take the daemon down: sluiced seals a sealable memfd against shrinking before it
+    maps it (the client's ftruncate then fails, EPERM), and refuses a region it cannot
+    seal, with the reason; the port takes a proper client after either."""
+    two_fast_ports(daemon, workdir)
+    client = PyClient(workdir / "m1.sock")
+    try:
+        assert client.connect()[0] == 7
+        wait_for(lambda: links(daemon)["m1"] == "up")
+        seals = fcntl.fcntl(client.fd, fcntl.F_GET_SEALS)
+        assert seals & fcntl.F_SEAL_SHRINK, seals
+        with pytest.raises(PermissionError):
+            os.ftruncate(client.fd, 4096)
+        assert os.fstat(client.fd).st_size == client.size
+    finally:
+        client.close()
+    wait_for(lambda: links(daemon)["m1"] == "down")
+    unsealable = PyClient(workdir / "m1.sock", sealing=False)
+    try:
+        kind, why = unsealable.connect()
+        assert kind == 8 and b"can shrink" in why, why
+    finally:
+        unsealable.close()
+    again = PyClient(workdir / "m1.sock")
+    try:
+        assert again.connect()[0] == 7
+        wait_for(lambda: links(daemon)["m1"] == "up")
+    finally:
+        again.close()
+    assert daemon.proc is not None and daemon.proc.poll() is None
+    assert "can shrink" in daemon.log.read_text()
 
 
 def test_capture_refused_with_the_way_out(daemon: Daemon, workdir: Path) -> None:
