@@ -763,10 +763,10 @@ static void drop_connection(struct mff *m, const char *why)
 
 /*
  * Makes sure the client can never shrink the file behind region FD: a worker touching a
- * page past the file's new end would take SIGBUS and the whole daemon with it. DPDK's and
- * libmemif's clients seal their memfds (F_SEAL_SHRINK) themselves; a memfd made with
- * MFD_ALLOW_SEALING but not sealed is sealed here. Anything else (a memfd without sealing,
- * a hugetlbfs or tmpfs file) can be truncated at any time, so it is refused.
+ * page past the file's new end would take SIGBUS and the whole daemon with it. A memfd
+ * already sealed (F_SEAL_SHRINK) passes; one made with MFD_ALLOW_SEALING but not sealed is
+ * sealed here (DPDK's memif client passes one way or the other). Anything else (a memfd
+ * without sealing, a hugetlbfs or tmpfs file) can be truncated at any time: refused.
  */
 static bool seal_against_shrinking(int fd)
 {
