@@ -109,6 +109,10 @@ def test_tx_and_rx_roles_in_two_processes(daemon: Daemon, workdir: Path) -> None
         res, _ = run_gen(workdir, ["--role", "tx", "--port", raw(qin), "--rate", "50k",
                                    "--ring", "4096", "--duration", "2"], name="tx.json")
     finally:
+        # The sender is done: the sink's --duration (5 s) is only a bound; stopped
+        # (SIGINT), it still reads what is on its ring (200 ms) before it counts.
+        if sink.poll() is None:
+            sink.send_signal(signal.SIGINT)
         _, err = sink.communicate(timeout=30)
     assert sink.returncode == 0, err
     got = json.loads((workdir / "rx.json").read_text())
