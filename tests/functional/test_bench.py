@@ -177,9 +177,10 @@ def test_latency_at_loads_and_the_v2v_round_trip_at_1_mpps(tmp_path: Path) -> No
     """--latency loads,fixed:1Mpps: three p2p latency trials at rising rates below R+, and
     the four-port v2v round trip at about 1 Mpps, each with a kept histogram."""
     out = tmp_path / "lat"
+    # One counted second a trial (after a warm-up second) is all the checks need.
     r = bench("run", "--scenario", "p2p,v2v", "--switch", "sluice:patch", "--sizes", "64",
-              "--duration", "3", "--trials", "1", "--latency", "loads,fixed:1Mpps",
-              "--latency-duration", "3", "--out", str(out))
+              "--duration", "2", "--warmup", "1", "--trials", "1", "--latency",
+              "loads,fixed:1Mpps", "--latency-duration", "2", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     lat = [x for x in rows(out) if x["method"] == "latency"]
     loads = sorted((x for x in lat if x["latency_kind"] == "loads"),
@@ -204,9 +205,11 @@ def test_echo_gives_a_mean_rtt_per_burst_size(tmp_path: Path) -> None:
     """--latency echo: a ping client and a reflector on the two v2v ports, 1000 pps in
     bursts of 4 and 32; every frame comes back and has a round-trip time."""
     out = tmp_path / "echo"
+    # The throughput trial before the echo test: one counted second (nothing checks it);
+    # the echo trials keep two (2000 frames at 1000 pps, of which 1000 are checked).
     r = bench("run", "--scenario", "v2v", "--switch", "sluice:patch", "--sizes", "64",
-              "--duration", "3", "--trials", "1", "--latency", "echo", "--echo-bursts",
-              "4,32", "--latency-duration", "3", "--out", str(out))
+              "--duration", "2", "--warmup", "1", "--trials", "1", "--latency", "echo",
+              "--echo-bursts", "4,32", "--latency-duration", "3", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     echo = {x["burst"]: x for x in rows(out) if x["latency_kind"] == "echo"}
     assert sorted(echo) == [4, 32], rows(out)

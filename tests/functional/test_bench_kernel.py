@@ -134,8 +134,9 @@ def test_ovs_netdev_forwards_p2p_veth(tmp_path: Path) -> None:
     if why is not None:
         pytest.skip(why)
     out = tmp_path / "ovs"
+    # Interleaved: each switch's trial alone; 2 s show it forwards.
     r = bench("run", "--scenario", "p2p", "--phy", "veth", "--switch",
-              "ovs-netdev:flows,ovs-netdev:normal-system", "--sizes", "64", "--duration", "3",
+              "ovs-netdev:flows,ovs-netdev:normal-system", "--sizes", "64", "--duration", "2",
               "--trials", "1", "--warmup", "0", "--no-report", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     got = rows(out)
@@ -153,8 +154,9 @@ def test_linux_bridge_v2v_over_the_containers_veths(tmp_path: Path) -> None:
     """linux-bridge in v2v: run apart as v2v/veth (kernel_path), while sluice keeps its
     vhost-user v2v in the same command."""
     out = tmp_path / "lb"
+    # Each switch's trial alone (the kernel path is run apart); 2 s show it forwards.
     r = bench("run", "--scenario", "v2v", "--switch", "linux-bridge,sluice:patch", "--sizes",
-              "64", "--duration", "3", "--trials", "1", "--warmup", "0", "--no-report",
+              "64", "--duration", "2", "--trials", "1", "--warmup", "0", "--no-report",
               "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     got = {x["key"]: x for x in rows(out)}
@@ -170,8 +172,9 @@ def test_linux_bridge_loopback_chains_veth_vnfs_through_one_bridge_per_segment(
         tmp_path: Path) -> None:
     """loopback-2 over veth: VNFs with two veth ports each, three bridges, frames through."""
     out = tmp_path / "lbloop"
+    # One switch, one trial: 2 s show frames come through.
     r = bench("run", "--scenario", "loopback-2", "--phy", "veth", "--switch", "linux-bridge",
-              "--sizes", "64", "--duration", "3", "--trials", "1", "--warmup", "0",
+              "--sizes", "64", "--duration", "2", "--trials", "1", "--warmup", "0",
               "--no-report", "--out", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     # One trial gives a row per placement label it saw (two when the vCPUs moved mid-trial).

@@ -42,8 +42,9 @@ def test_loopback_1_with_l2fwd_processes_forwards_and_is_marked_oversubscribed(
     through both (at the scheduler's pace on 2 CPUs), and every row says oversubscribed.
     Each switch runs alone with its VNF (interleaved trials)."""
     out = tmp_path / "l2fwd"
+    # Interleaved: each switch runs its trial alone; 2 s show frames come through.
     r = bench("run", "--scenario", "loopback-1", "--vnf", "l2fwd", "--allow-shared-cpu",
-              "--switch", "testpmd,sluice:patch", "--sizes", "64", "--duration", "4",
+              "--switch", "testpmd,sluice:patch", "--sizes", "64", "--duration", "2",
               "--trials", "1", "--warmup", "0", "--out", str(out), "--no-report")
     assert r.returncode == 0, r.stdout + r.stderr
     got = rows(out)

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from scapy.all import IP, UDP, Ether, rdpcap  # type: ignore
+from scapy.all import IP, UDP, Ether, RawPcapReader, rdpcap  # type: ignore
 from test_vhost_fast import (
     MACS,
     Guest,
@@ -60,6 +60,14 @@ def blocks(path: Path) -> list[tuple[str | None, bytes, int]]:
             cap_len = int.from_bytes(block[20:24], "little")
             out.append((epb_direction(block, order), block[28:28 + cap_len], ts))
     return out
+
+
+def packets_read(path: Path) -> int:
+    """How many packets scapy's reader finds in the file PATH, read to its end but not
+    dissected: rdpcap would dissect each of the few 100,000 frames of an unbounded
+    capture, which took 20 s of the test."""
+    with RawPcapReader(str(path)) as reader:
+        return sum(1 for _ in reader)
 
 
 def one_copy(daemon: Daemon) -> int:
@@ -196,7 +204,7 @@ def test_ctrl_c_and_sigkill(daemon: Daemon, workdir: Path, guests: list[Guest]) 
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0 and " packets captured in " in stdout, stderr
-    assert len(rdpcap(str(out))) > 0
+    assert packets_read(out) > 0
 
     proc = start(daemon, "vm1", workdir / "killed.pcapng", "--count", "0")
     time.sleep(0.5)

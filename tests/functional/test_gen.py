@@ -291,6 +291,9 @@ def test_reflect_round_trip(workdir: Path) -> None:
         res = run_gen(workdir, ["--port", f"memif:role=client,socket={sock}", "--rate", "100k",
                                 "--duration", "2", "--warmup", "0.5"])
     finally:
+        # The sender is done (what it got back had been reflected): the reflector's
+        # --duration (6 s) is only a bound; stopped (SIGINT), it still writes its summary.
+        reflector.send_signal(signal.SIGINT)
         reflector.wait(30)
     assert res["tx_packets"] > 100_000
     assert res["rx_packets"] == res["tx_packets"] and res["lost"] == 0

@@ -385,9 +385,10 @@ def test_chain_mixed_with_l3fwd_and_l2fwd_processes(tmp_path: Path, l3fwd_built:
     """The process variant: l3fwd then l2fwd, each its own process beside the generator on
     CPU 0 (oversubscribed: rows marked), through sluice:patch; frames come through."""
     out = tmp_path / "mixed-procs"
+    # One switch, one trial: 2 s show frames come through.
     r = bench("run", "--scenario", "chain-mixed", "--vnf", "l3fwd,l2fwd",
               "--allow-shared-cpu", "--switch", "sluice:patch", "--sizes", "64",
-              "--duration", "4", "--trials", "1", "--warmup", "0", "--out", str(out),
+              "--duration", "2", "--trials", "1", "--warmup", "0", "--out", str(out),
               "--no-report")
     assert r.returncode == 0, r.stdout + r.stderr
     got = rows(out)

@@ -78,6 +78,10 @@ def start_gen(workdir: Path, duration: float,
 
 
 def finish_gen(proc: subprocess.Popen[str], out: Path) -> dict[str, Any]:
+    """Stops the generator (SIGINT: it drains what is in flight for 200 ms, as at the end
+    of its --duration, which is only an upper bound) and returns its summary."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
     try:
         text, _ = proc.communicate(timeout=90)
     finally:
@@ -215,6 +219,7 @@ def test_auto_rebalance_moves_only_when_skewed(two_workers: Daemon, workdir: Pat
         assert sorted(moved[k] for k in loaded) == [0, 0, 1, 1], moved
         st = d.call("show-rxqs")["rebalance"]["stats"]
         assert st["last_improvement"] >= 25 and st["moves"] >= 2, st
+        time.sleep(1)                         # traffic through the queues as moved
     finally:
         d.call("set-rebalance", auto=False)
         summary = finish_gen(proc, out)
