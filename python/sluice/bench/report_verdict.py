@@ -168,8 +168,9 @@ def pairs(keys: Sequence[str], baseline: str | None) -> list[tuple[str, str]]:
 
 
 def placement_of(rs: Sequence[Row]) -> str:
-    """The placement a cell is read in: the best label with window ratios, else the one
-    most of its switches ran in (the best label among equals)."""
+    """The placement of a cell's lines whose two switches never ran in one placement
+    (pair_placement): the best label with window ratios, else the one most of its switches
+    ran in (the best label among equals)."""
     with_ratios = [r.placement for r in rs if r.ratio_median is not None]
     if with_ratios:
         return best_label(with_ratios)
